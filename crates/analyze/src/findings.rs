@@ -1,0 +1,154 @@
+//! Collapsing matches into findings: one per rule and rank, with a count,
+//! the first location, a few evidence lines and the first captures.
+
+use coroner_model::{Context, Evidence, Finding, Location};
+use coroner_rules::{Match, RuleSet};
+use std::collections::HashMap;
+
+/// Evidence entries kept per finding.
+const MAX_EVIDENCE: usize = 3;
+/// Characters of a line kept in evidence.
+pub(crate) const MAX_EVIDENCE_CHARS: usize = 400;
+
+#[derive(Debug)]
+struct Entry {
+    rule: usize,
+    rank: Option<u32>,
+    count: u64,
+    first: Location,
+    order: (usize, u64),
+    evidence: Vec<Evidence>,
+    captures: Vec<(String, String)>,
+}
+
+/// Findings under construction, across all inputs of an incident.
+#[derive(Debug, Default)]
+pub(crate) struct FindingTable {
+    entries: Vec<Entry>,
+    index: HashMap<(usize, Option<u32>), usize>,
+    inputs: usize,
+}
+
+/// Where the first evidence of a new finding sits, so that the caller can
+/// add the lines that follow it.
+pub(crate) type EvidenceSlot = (usize, usize);
+
+impl FindingTable {
+    /// Starts a new input; positions recorded from now on sort after those
+    /// of earlier inputs.
+    pub(crate) fn next_input(&mut self) {
+        self.inputs += 1;
+    }
+
+    /// Records one match. Returns the slot of a new evidence entry, whose
+    /// context the caller completes.
+    pub(crate) fn record(
+        &mut self,
+        m: Match,
+        input: &str,
+        input_rank: Option<u32>,
+        before: impl FnOnce(u64) -> Context,
+    ) -> Option<EvidenceSlot> {
+        let rank = m
+            .captures
+            .iter()
+            .find(|(k, _)| k == "rank")
+            .and_then(|(_, v)| v.parse().ok())
+            .or(m.line_rank)
+            .or(input_rank);
+        let anchor = m.lines.first()?;
+        let key = (m.rule, rank);
+        let at = match self.index.get(&key) {
+            Some(&i) => i,
+            None => {
+                self.entries.push(Entry {
+                    rule: m.rule,
+                    rank,
+                    count: 0,
+                    first: Location {
+                        input: input.to_owned(),
+                        line: anchor.number,
+                        byte_offset: anchor.offset,
+                    },
+                    order: (self.inputs, anchor.number),
+                    evidence: Vec::new(),
+                    captures: m.captures.clone(),
+                });
+                self.index.insert(key, self.entries.len() - 1);
+                self.entries.len() - 1
+            }
+        };
+        let entry = &mut self.entries[at];
+        entry.count += 1;
+        if entry.evidence.len() >= MAX_EVIDENCE {
+            return None;
+        }
+        let first_evidence = entry.evidence.is_empty();
+        let mut context = first_evidence.then(|| before(anchor.number));
+        if let Some(c) = &mut context {
+            c.span = anchor.span;
+        }
+        let slot = (at, entry.evidence.len());
+        for (k, line) in m.lines.iter().enumerate() {
+            if entry.evidence.len() >= MAX_EVIDENCE {
+                break;
+            }
+            entry.evidence.push(Evidence {
+                input: input.to_owned(),
+                line: line.number,
+                text: cap_chars(&line.text, MAX_EVIDENCE_CHARS),
+                context: if k == 0 { context.take() } else { None },
+            });
+        }
+        first_evidence.then_some(slot)
+    }
+
+    /// Adds a line after the evidence in `slot`; returns whether it wants
+    /// more.
+    pub(crate) fn add_after(&mut self, slot: EvidenceSlot, text: &str, wanted: usize) -> bool {
+        let Some(ctx) = self
+            .entries
+            .get_mut(slot.0)
+            .and_then(|e| e.evidence.get_mut(slot.1))
+            .and_then(|ev| ev.context.as_mut())
+        else {
+            return false;
+        };
+        ctx.after.push(cap_chars(text, MAX_EVIDENCE_CHARS));
+        ctx.after.len() < wanted
+    }
+
+    /// The findings, in the order they were first seen.
+    pub(crate) fn into_findings(mut self, rules: &RuleSet) -> Vec<Finding> {
+        self.entries.sort_by_key(|e| e.order);
+        self.entries
+            .into_iter()
+            .filter_map(|e| {
+                let rule = rules.rules().get(e.rule)?;
+                Some(Finding {
+                    rule: rule.id.clone(),
+                    category: rule.category,
+                    severity: rule.severity,
+                    role: rule.role,
+                    title: rule.title.clone(),
+                    message: rule.render_message(&e.captures),
+                    count: e.count,
+                    first_seen: e.first,
+                    evidence: e.evidence,
+                    captures: e.captures.into_iter().collect(),
+                    rank: e.rank,
+                    remediation: rule.remediation.clone(),
+                    references: rule.references.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The first `max` characters of `s`, with `…` when cut.
+pub(crate) fn cap_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_owned(),
+        Some((at, _)) => format!("{}…", &s[..at]),
+    }
+}

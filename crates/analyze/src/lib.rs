@@ -1,0 +1,115 @@
+//! The analysis pipeline.
+//!
+//! [`analyze`] reads every input ([`coroner_ingest`]), feeds each text line,
+//! with launcher prefixes removed ([`coroner_logs`]), through the rule
+//! engine ([`coroner_rules`]), collapses repeated matches into
+//! [`coroner_model::Finding`]s, and names one root cause
+//! ([`root_cause::choose`]). [`examples::check_examples`] runs every rule's
+//! firing and quiet examples through the same pipeline.
+
+pub mod examples;
+mod findings;
+pub mod root_cause;
+mod scan;
+
+use coroner_ingest::{discover, open, Input};
+use coroner_model::{InputError, InputKind, InputSummary, Report, Stats, Tool, SCHEMA_VERSION};
+use coroner_rules::RuleSet;
+use findings::FindingTable;
+use scan::scan_text;
+use std::time::Instant;
+
+/// Analyses the inputs named by `paths` (files, directories, `-`) as one
+/// incident.
+pub fn analyze(paths: &[String], rules: &RuleSet) -> Report {
+    let started = Instant::now();
+    let discovery = discover(paths);
+    let mut inputs = Vec::new();
+    let mut table = FindingTable::default();
+    for (path, why) in &discovery.errors {
+        inputs.push(unreadable(path, why));
+    }
+    for input in &discovery.inputs {
+        inputs.push(analyze_input(input, rules, &mut table));
+    }
+    for (path, why) in &discovery.skipped {
+        inputs.push(InputSummary {
+            path: path.clone(),
+            kind: InputKind::Binary,
+            compression: None,
+            bytes: 0,
+            lines: 0,
+            rank: None,
+            errors: Vec::new(),
+            notes: vec![format!("skipped: {why}")],
+        });
+    }
+    let findings = table.into_findings(rules);
+    let (root_cause, findings) = root_cause::choose(findings, &inputs);
+    let stats = Stats {
+        bytes: inputs.iter().map(|i| i.bytes).sum(),
+        lines: inputs.iter().map(|i| i.lines).sum(),
+        elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    };
+    Report {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool {
+            name: "coroner".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        },
+        root_cause,
+        findings,
+        inputs,
+        stats,
+    }
+}
+
+fn unreadable(path: &str, why: &str) -> InputSummary {
+    InputSummary {
+        path: path.to_owned(),
+        kind: InputKind::Unreadable,
+        compression: None,
+        bytes: 0,
+        lines: 0,
+        rank: None,
+        errors: vec![InputError {
+            message: format!("cannot read: {why}"),
+            offset: None,
+        }],
+        notes: Vec::new(),
+    }
+}
+
+fn analyze_input(input: &Input, rules: &RuleSet, table: &mut FindingTable) -> InputSummary {
+    let opened = match open(input) {
+        Ok(o) => o,
+        Err(e) => return unreadable(&input.display, &e.to_string()),
+    };
+    let mut summary = InputSummary {
+        path: input.display.clone(),
+        kind: opened.kind,
+        compression: opened.compression.map(|c| c.as_str().to_owned()),
+        bytes: 0,
+        lines: 0,
+        rank: input.rank,
+        errors: Vec::new(),
+        notes: Vec::new(),
+    };
+    match opened.kind {
+        kind if kind.is_text() => {
+            scan_text(input, opened.reader, rules, table, &mut summary);
+        }
+        InputKind::ElfCore | InputKind::CudaGpuCore => summary.notes.push(format!(
+            "{} detected; this version of coroner does not analyse core dumps yet, so it contributed no findings",
+            if opened.kind == InputKind::ElfCore { "host ELF core dump" } else { "CUDA GPU core dump" }
+        )),
+        _ if input.explicit => {
+            scan_text(input, opened.reader, rules, table, &mut summary);
+            summary.notes.push("looks like binary data; scanned as text anyway because it was named explicitly".to_owned());
+        }
+        _ => summary
+            .notes
+            .push("skipped: binary data (name the file explicitly to scan it as text)".to_owned()),
+    }
+    summary
+}

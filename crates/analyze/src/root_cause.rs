@@ -1,0 +1,74 @@
+//! Naming one root cause among the findings.
+//!
+//! The root cause is the most severe *cause* finding of error severity or
+//! above, the earliest among equals. A *symptom* (a peer's connection
+//! reset, a launcher's summary) is named only when no cause was found, and
+//! the summary says so. Warnings, info and context findings are never
+//! promoted: with nothing else, the answer is `unknown`.
+
+use coroner_model::{Finding, InputSummary, Role, RootCause, Severity};
+
+/// Picks the root cause and returns the findings reordered: the root
+/// cause's finding first, then by severity (highest first) and first
+/// appearance. `findings` must be in order of first appearance.
+pub fn choose(mut findings: Vec<Finding>, inputs: &[InputSummary]) -> (RootCause, Vec<Finding>) {
+    let pick = |role: Role| {
+        findings
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.role == role && f.severity >= Severity::Error)
+            .max_by(|(ia, a), (ib, b)| a.severity.cmp(&b.severity).then(ib.cmp(ia)))
+            .map(|(i, _)| i)
+    };
+    let chosen = pick(Role::Cause)
+        .map(|i| (i, false))
+        .or_else(|| pick(Role::Symptom).map(|i| (i, true)));
+    let Some((at, is_symptom)) = chosen else {
+        let summary = unknown_summary(&findings, inputs);
+        findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        return (RootCause::unknown(summary), findings);
+    };
+    let primary = findings.remove(at);
+    let rank = primary.rank.or_else(|| {
+        findings
+            .iter()
+            .filter(|f| f.category == primary.category)
+            .find_map(|f| f.rank)
+    });
+    let mut summary = primary.message.clone();
+    if !summary.ends_with('.') {
+        summary.push('.');
+    }
+    if is_symptom {
+        summary.push_str(
+            " This is usually a consequence of a failure elsewhere (another rank, process or node) whose output is not among the inputs.",
+        );
+    }
+    let root = RootCause {
+        category: primary.category,
+        rule: Some(primary.rule.clone()),
+        summary,
+        rank,
+        evidence: primary.evidence.clone(),
+        remediation: primary.remediation.clone(),
+        severity: Some(primary.severity),
+    };
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    findings.insert(0, primary);
+    (root, findings)
+}
+
+fn unknown_summary(findings: &[Finding], inputs: &[InputSummary]) -> String {
+    let lines: u64 = inputs.iter().map(|i| i.lines).sum();
+    let read = inputs.iter().filter(|i| i.kind.is_text()).count();
+    if findings.is_empty() {
+        format!(
+            "No known failure pattern matched in {read} text input(s) ({lines} lines); coroner cannot name a root cause."
+        )
+    } else {
+        format!(
+            "No failure matched with confidence in {read} text input(s) ({lines} lines); {} lower-severity finding(s) are listed, none of them a cause on its own.",
+            findings.len()
+        )
+    }
+}

@@ -1,0 +1,25 @@
+//! The `coroner` command: parses arguments, runs a command, maps the
+//! outcome to an exit code. All the work happens in the library crates.
+
+mod args;
+mod commands;
+mod exit;
+mod output;
+
+use clap::Parser;
+use exit::ExitCode;
+
+fn main() -> std::process::ExitCode {
+    let cli = args::Cli::parse();
+    let code = match cli.command {
+        args::Command::Analyze(a) => commands::analyze::run(&a),
+        args::Command::Rules(r) => commands::rules::run(&r),
+    };
+    code.into()
+}
+
+impl From<ExitCode> for std::process::ExitCode {
+    fn from(code: ExitCode) -> Self {
+        std::process::ExitCode::from(code as u8)
+    }
+}

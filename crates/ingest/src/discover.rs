@@ -1,0 +1,142 @@
+use std::path::{Path, PathBuf};
+use walkdir::WalkDir;
+
+/// Where an input's bytes come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputSource {
+    /// Standard input.
+    Stdin,
+    /// A regular file.
+    File(PathBuf),
+}
+
+/// One input to analyse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    /// Path as shown in reports (`-` for standard input).
+    pub display: String,
+    /// Where to read it.
+    pub source: InputSource,
+    /// Rank the path names (`rank3.log`), if any.
+    pub rank: Option<u32>,
+    /// Named on the command line, rather than found in a directory.
+    pub explicit: bool,
+}
+
+/// What [`discover`] found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Inputs to read, in order.
+    pub inputs: Vec<Input>,
+    /// Entries passed over, with the reason: hidden entries, special files.
+    pub skipped: Vec<(String, String)>,
+    /// Paths that could not be looked at, with the reason.
+    pub errors: Vec<(String, String)>,
+}
+
+/// Expands command-line paths into inputs. Directories are walked
+/// recursively in file-name order without following symbolic links;
+/// hidden entries (a name starting with `.`) and anything that is not a
+/// regular file are skipped and listed in [`Discovery::skipped`].
+pub fn discover(paths: &[String]) -> Discovery {
+    let mut found = Discovery::default();
+    for arg in paths {
+        if arg == "-" {
+            found.inputs.push(Input {
+                display: "-".to_owned(),
+                source: InputSource::Stdin,
+                rank: None,
+                explicit: true,
+            });
+            continue;
+        }
+        let path = Path::new(arg);
+        match std::fs::metadata(path) {
+            Err(e) => found.errors.push((arg.clone(), e.to_string())),
+            Ok(meta) if meta.is_dir() => walk(path, &mut found),
+            Ok(meta) if meta.is_file() => found.inputs.push(file_input(path, true)),
+            Ok(_) => found
+                .skipped
+                .push((arg.clone(), "not a regular file".to_owned())),
+        }
+    }
+    found
+}
+
+fn walk(root: &Path, found: &mut Discovery) {
+    let mut it = WalkDir::new(root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter();
+    while let Some(entry) = it.next() {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                let at = e.path().unwrap_or(root).display().to_string();
+                found.errors.push((at, e.to_string()));
+                continue;
+            }
+        };
+        if entry.depth() > 0 && entry.file_name().to_string_lossy().starts_with('.') {
+            found
+                .skipped
+                .push((entry.path().display().to_string(), "hidden".to_owned()));
+            if entry.file_type().is_dir() {
+                it.skip_current_dir();
+            }
+            continue;
+        }
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            continue;
+        }
+        if kind.is_file() {
+            found.inputs.push(file_input(entry.path(), false));
+        } else {
+            let why = if kind.is_symlink() {
+                "symbolic link (not followed)"
+            } else {
+                "not a regular file"
+            };
+            found
+                .skipped
+                .push((entry.path().display().to_string(), why.to_owned()));
+        }
+    }
+}
+
+fn file_input(path: &Path, explicit: bool) -> Input {
+    Input {
+        display: path.display().to_string(),
+        source: InputSource::File(path.to_path_buf()),
+        rank: rank_from_path(path),
+        explicit,
+    }
+}
+
+/// The rank a file name states: `rank3.log`, `rank_3.txt`, `rank-03.err`,
+/// `train.rank3.log`.
+pub fn rank_from_path(path: &Path) -> Option<u32> {
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    let at = name.find("rank")?;
+    let rest = name[at + 4..].trim_start_matches(['_', '-']);
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    if digits.is_empty() || digits.len() > 6 {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_from_file_names() {
+        assert_eq!(rank_from_path(Path::new("logs/rank3.log")), Some(3));
+        assert_eq!(rank_from_path(Path::new("rank_12.txt")), Some(12));
+        assert_eq!(rank_from_path(Path::new("train.rank-07.err")), Some(7));
+        assert_eq!(rank_from_path(Path::new("ranking.log")), None);
+        assert_eq!(rank_from_path(Path::new("rank3/out.log")), None);
+    }
+}

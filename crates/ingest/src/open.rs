@@ -1,0 +1,212 @@
+use crate::discover::{Input, InputSource};
+use coroner_model::InputKind;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Cursor, Read};
+
+/// Bytes looked at to tell what an input is.
+const SNIFF_LEN: usize = 8 * 1024;
+/// Read buffer size for files and decompressors.
+const BUF_LEN: usize = 256 * 1024;
+
+/// A compression format, recognised by its magic bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// `1f 8b`
+    Gzip,
+    /// `28 b5 2f fd`
+    Zstd,
+    /// `fd 37 7a 58 5a 00`
+    Xz,
+}
+
+impl Compression {
+    /// Lowercase name for reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+            Compression::Xz => "xz",
+        }
+    }
+
+    fn sniff(head: &[u8]) -> Option<Compression> {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Some(Compression::Gzip)
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Some(Compression::Zstd)
+        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+            Some(Compression::Xz)
+        } else {
+            None
+        }
+    }
+}
+
+/// An input opened for reading: decompressed, with its kind detected.
+pub struct Opened {
+    /// The (decompressed) content, from the first byte.
+    pub reader: Box<dyn BufRead + Send>,
+    /// How it was compressed.
+    pub compression: Option<Compression>,
+    /// What the content is.
+    pub kind: InputKind,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opened")
+            .field("compression", &self.compression)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens an input, undoes its compression and detects its kind from the
+/// first bytes of content.
+pub fn open(input: &Input) -> io::Result<Opened> {
+    let raw: Box<dyn Read + Send> = match &input.source {
+        InputSource::Stdin => Box::new(io::stdin()),
+        InputSource::File(path) => Box::new(File::open(path)?),
+    };
+    let (head, raw) = peek(raw, 6)?;
+    let compression = Compression::sniff(&head);
+    let decoded: Box<dyn Read + Send> = match compression {
+        None => raw,
+        Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(raw)),
+        Some(Compression::Zstd) => Box::new(zstd::stream::read::Decoder::new(raw)?),
+        Some(Compression::Xz) => Box::new(xz2::read::XzDecoder::new_multi_decoder(raw)),
+    };
+    let (head, reader) = peek(decoded, SNIFF_LEN)?;
+    Ok(Opened {
+        reader: Box::new(BufReader::with_capacity(BUF_LEN, reader)),
+        compression,
+        kind: detect_kind(&head),
+    })
+}
+
+/// Reads up to `n` bytes and returns them together with a reader that
+/// yields the whole stream again from its first byte.
+fn peek(mut r: Box<dyn Read + Send>, n: usize) -> io::Result<(Vec<u8>, Box<dyn Read + Send>)> {
+    let mut head = vec![0; n];
+    let mut filled = 0;
+    while filled < n {
+        match r.read(&mut head[filled..]) {
+            Ok(0) => break,
+            Ok(k) => filled += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    head.truncate(filled);
+    let again = Cursor::new(head.clone()).chain(r);
+    Ok((head, Box::new(again)))
+}
+
+/// Tells what content is from its first bytes.
+pub fn detect_kind(head: &[u8]) -> InputKind {
+    if head.starts_with(b"\x7fELF") {
+        let e_type = head.get(16..18).map(|b| u16::from_le_bytes([b[0], b[1]]));
+        let e_machine = head.get(18..20).map(|b| u16::from_le_bytes([b[0], b[1]]));
+        return match (e_type, e_machine) {
+            (Some(4), Some(0xbe)) => InputKind::CudaGpuCore,
+            (Some(4), _) => InputKind::ElfCore,
+            _ => InputKind::Binary,
+        };
+    }
+    if looks_binary(head) {
+        return InputKind::Binary;
+    }
+    let text = String::from_utf8_lossy(head);
+    if text.contains("NVIDIA-SMI ") || text.contains("==============NVSMI LOG==============") {
+        return InputKind::NvidiaSmi;
+    }
+    let mut lines = 0usize;
+    let mut nccl = 0usize;
+    let mut kernel = 0usize;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        lines += 1;
+        if line.contains(" NCCL INFO ") || line.contains(" NCCL WARN ") {
+            nccl += 1;
+        }
+        if is_kernel_line(line) {
+            kernel += 1;
+        }
+    }
+    if lines > 0 && nccl * 2 > lines {
+        InputKind::NcclDebug
+    } else if lines > 0 && kernel * 2 > lines {
+        InputKind::KernelLog
+    } else {
+        InputKind::Log
+    }
+}
+
+/// A dmesg line (`[   12.345678] text`) or a syslog/journal kernel line.
+fn is_kernel_line(line: &str) -> bool {
+    let t = line.trim_start();
+    if let Some(rest) = t.strip_prefix('[') {
+        if let Some(close) = rest.find(']') {
+            let stamp = rest[..close].trim();
+            return !stamp.is_empty() && stamp.chars().all(|c| c.is_ascii_digit() || c == '.');
+        }
+    }
+    line.contains(" kernel: ")
+}
+
+/// More than 1% NUL bytes, or more than 10% other control bytes.
+fn looks_binary(head: &[u8]) -> bool {
+    if head.is_empty() {
+        return false;
+    }
+    let nul = head.iter().filter(|&&b| b == 0).count();
+    let control = head
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x08 | 0x1b | 0))
+        .count();
+    nul * 100 > head.len() || control * 10 > head.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_from_content() {
+        assert_eq!(detect_kind(b"step 1 loss 0.3\n"), InputKind::Log);
+        assert_eq!(
+            detect_kind(b"vm:1:1 [0] NCCL INFO Bootstrap\nvm:1:1 [0] NCCL INFO x\n"),
+            InputKind::NcclDebug
+        );
+        assert_eq!(
+            detect_kind(b"[    1.000000] NVRM: loading\n[    2.5] x\n"),
+            InputKind::KernelLog
+        );
+        let mut core = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00".to_vec();
+        core.extend_from_slice(&[4, 0, 0xbe, 0]);
+        assert_eq!(detect_kind(&core), InputKind::CudaGpuCore);
+        core[18] = 0x3e;
+        assert_eq!(detect_kind(&core), InputKind::ElfCore);
+        assert_eq!(detect_kind(&[0u8; 64]), InputKind::Binary);
+    }
+
+    #[test]
+    fn one_nul_byte_in_a_log_is_still_text() {
+        let mut log = b"ERROR: Unexpected segmentation fault encountered in worker.\n".repeat(40);
+        log.push(0);
+        assert_eq!(detect_kind(&log), InputKind::Log);
+    }
+
+    #[test]
+    fn compression_by_magic() {
+        assert_eq!(
+            Compression::sniff(&[0x1f, 0x8b, 8]),
+            Some(Compression::Gzip)
+        );
+        assert_eq!(
+            Compression::sniff(&[0x28, 0xb5, 0x2f, 0xfd]),
+            Some(Compression::Zstd)
+        );
+        assert_eq!(Compression::sniff(b"\xfd7zXZ\x00"), Some(Compression::Xz));
+        assert_eq!(Compression::sniff(b"plain"), None);
+    }
+}

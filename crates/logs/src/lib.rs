@@ -1,0 +1,9 @@
+//! Parsers for the shapes log lines take.
+//!
+//! [`strip_rank_prefix`] removes the prefixes launchers put in front of
+//! every line of a rank's output (`[rank3]:` from PyTorch,
+//! `[default3]:` from `torchrun --tee`) and reports the rank they name.
+
+mod prefix;
+
+pub use prefix::{strip_rank_prefix, Prefixed};

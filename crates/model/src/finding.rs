@@ -1,0 +1,71 @@
+use crate::{Category, Role, Severity};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Where something was seen: an input, a 1-based line and a byte offset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Location {
+    /// The input's display path (`-` for standard input).
+    pub input: String,
+    /// 1-based line number.
+    pub line: u64,
+    /// Byte offset of the start of the line in the (decompressed) input.
+    pub byte_offset: u64,
+}
+
+/// A line that supports a finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The input's display path.
+    pub input: String,
+    /// 1-based line number.
+    pub line: u64,
+    /// The line as printed (colour codes removed, length capped).
+    pub text: String,
+    /// Surrounding lines, kept for the human report only.
+    #[serde(skip)]
+    pub context: Option<Context>,
+}
+
+/// Lines around an evidence line, for showing it in context.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    /// Up to a few lines before, oldest first.
+    pub before: Vec<String>,
+    /// Up to a few lines after.
+    pub after: Vec<String>,
+    /// Byte range of the matched text within the evidence line.
+    pub span: Option<(usize, usize)>,
+}
+
+/// One rule's matches, collapsed: the first occurrence, a count and a few
+/// evidence lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Id of the rule that matched.
+    pub rule: String,
+    /// Taxonomy category of the rule.
+    pub category: Category,
+    /// Severity of the rule.
+    pub severity: Severity,
+    /// Whether this is a cause, a symptom or context.
+    pub role: Role,
+    /// The rule's title.
+    pub title: String,
+    /// The rule's message with placeholders filled from the first match.
+    pub message: String,
+    /// How many times the rule matched.
+    pub count: u64,
+    /// Where it matched first.
+    pub first_seen: Location,
+    /// The matching lines (the first few).
+    pub evidence: Vec<Evidence>,
+    /// Named captures of the first match.
+    pub captures: BTreeMap<String, String>,
+    /// The rank the finding belongs to, when known.
+    pub rank: Option<u32>,
+    /// Ordered remediation steps, most likely fix first.
+    pub remediation: Vec<String>,
+    /// Documentation links or names.
+    pub references: Vec<String>,
+}

@@ -1,0 +1,21 @@
+//! The data model shared by every coroner crate.
+//!
+//! Everything here is plain data with serde derives and no I/O: a
+//! [`Category`] from the taxonomy, a [`Severity`], the [`Role`] a finding
+//! plays in an incident, the [`Finding`]s the rule engine produces and the
+//! [`Report`] that the renderers print. Parsers, rules, analysis and
+//! rendering all depend on this crate and on nothing of each other's that
+//! they do not need.
+
+mod category;
+mod finding;
+mod report;
+mod severity;
+
+pub use category::{Category, UnknownCategory};
+pub use finding::{Context, Evidence, Finding, Location};
+pub use report::{InputError, InputKind, InputSummary, Report, RootCause, Stats, Tool};
+pub use severity::{Role, Severity, UnknownSeverity};
+
+/// Version of the JSON report layout; bumped only for incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;

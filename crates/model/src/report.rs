@@ -1,0 +1,163 @@
+use crate::{Category, Evidence, Finding, Severity};
+use serde::{Deserialize, Serialize};
+
+/// The name and version of the tool that wrote a report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    /// Always `coroner`.
+    pub name: String,
+    /// The crate version.
+    pub version: String,
+}
+
+/// The one cause a report names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RootCause {
+    /// Taxonomy category; [`Category::Unknown`] when nothing matched with
+    /// confidence.
+    pub category: Category,
+    /// The rule behind it, if any.
+    pub rule: Option<String>,
+    /// One sentence.
+    pub summary: String,
+    /// The rank where it happened, when known.
+    pub rank: Option<u32>,
+    /// The lines that show it.
+    pub evidence: Vec<Evidence>,
+    /// What to do, most likely fix first.
+    pub remediation: Vec<String>,
+    /// Severity of the finding behind it; absent when unknown.
+    pub severity: Option<Severity>,
+}
+
+impl RootCause {
+    /// The explicit answer when nothing matched with confidence.
+    pub fn unknown(summary: impl Into<String>) -> Self {
+        RootCause {
+            category: Category::Unknown,
+            rule: None,
+            summary: summary.into(),
+            rank: None,
+            evidence: Vec::new(),
+            remediation: Vec::new(),
+            severity: None,
+        }
+    }
+}
+
+/// What an input turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InputKind {
+    /// Text output of a training job or program.
+    Log,
+    /// Output dominated by `NCCL INFO`/`NCCL WARN` debug lines.
+    NcclDebug,
+    /// A kernel log (dmesg, journald, syslog).
+    KernelLog,
+    /// Output of `nvidia-smi`.
+    NvidiaSmi,
+    /// A host ELF core dump.
+    ElfCore,
+    /// A CUDA GPU core dump.
+    CudaGpuCore,
+    /// Binary data that is not a known format.
+    Binary,
+    /// Could not be opened at all.
+    Unreadable,
+}
+
+impl InputKind {
+    /// The kebab-case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputKind::Log => "log",
+            InputKind::NcclDebug => "nccl-debug",
+            InputKind::KernelLog => "kernel-log",
+            InputKind::NvidiaSmi => "nvidia-smi",
+            InputKind::ElfCore => "elf-core",
+            InputKind::CudaGpuCore => "cuda-gpu-core",
+            InputKind::Binary => "binary",
+            InputKind::Unreadable => "unreadable",
+        }
+    }
+
+    /// Whether the input is scanned line by line by the rule engine.
+    pub fn is_text(self) -> bool {
+        matches!(
+            self,
+            InputKind::Log | InputKind::NcclDebug | InputKind::KernelLog | InputKind::NvidiaSmi
+        )
+    }
+}
+
+/// Something that went wrong reading one input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputError {
+    /// What went wrong.
+    pub message: String,
+    /// Byte offset in the (decompressed) input where it went wrong.
+    pub offset: Option<u64>,
+}
+
+/// One input as read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputSummary {
+    /// Display path (`-` for standard input).
+    pub path: String,
+    /// Kind detected from content.
+    pub kind: InputKind,
+    /// Compression detected from magic bytes (`gzip`, `zstd`, `xz`).
+    pub compression: Option<String>,
+    /// Bytes read after decompression.
+    pub bytes: u64,
+    /// Lines read (0 for binary inputs).
+    pub lines: u64,
+    /// Rank the whole input belongs to, when its name says so.
+    pub rank: Option<u32>,
+    /// Problems reading it; the rest of the input, and the other inputs,
+    /// are still analysed.
+    pub errors: Vec<InputError>,
+    /// Remarks that are not errors (an input skipped, a line truncated).
+    pub notes: Vec<String>,
+}
+
+/// Totals for the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Bytes read, after decompression.
+    pub bytes: u64,
+    /// Lines read.
+    pub lines: u64,
+    /// Wall time of the analysis in milliseconds.
+    pub elapsed_ms: u64,
+}
+
+/// A whole analysis: the root cause, every finding, and what was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// [`crate::SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The tool that wrote it.
+    pub tool: Tool,
+    /// The one root cause (never absent; `unknown` when nothing matched).
+    pub root_cause: RootCause,
+    /// Every finding, root cause first, then by severity and position.
+    pub findings: Vec<Finding>,
+    /// Every input, in the order read.
+    pub inputs: Vec<InputSummary>,
+    /// Totals.
+    pub stats: Stats,
+}
+
+impl Report {
+    /// The highest severity among the findings, if any.
+    pub fn max_severity(&self) -> Option<Severity> {
+        self.findings.iter().map(|f| f.severity).max()
+    }
+
+    /// Whether any input could not be read in full.
+    pub fn has_input_errors(&self) -> bool {
+        self.inputs.iter().any(|i| !i.errors.is_empty())
+    }
+}

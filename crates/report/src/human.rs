@@ -1,0 +1,271 @@
+//! The terminal report.
+//!
+//! Root cause first (a miette diagnostic showing the evidence line in its
+//! context, numbered as in the input), then what to do, then the other
+//! findings one block each, then what was read.
+
+use crate::snippet::Snippet;
+use crate::{diagnostic, Style};
+use coroner_model::{Category, Finding, Report, Severity};
+use miette::{Diagnostic, LabeledSpan, SourceCode};
+use std::fmt::{self, Write as _};
+
+/// Renders `report` for a terminal or a log.
+pub fn render(report: &Report, style: Style) -> String {
+    let mut out = String::new();
+    let root = &report.root_cause;
+    let paint = Paint(style.color);
+    let rank = root
+        .rank
+        .map(|r| format!(" on rank {r}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "{} {}{rank}",
+        paint.bold("Root cause:"),
+        paint.severity(root.severity, root.category.as_str())
+    );
+    wrap_into(&mut out, &root.summary, "  ", "  ", style.width);
+    let primary = report
+        .findings
+        .first()
+        .filter(|f| root.rule.as_deref() == Some(f.rule.as_str()));
+    if let Some(finding) = primary {
+        out.push('\n');
+        out.push_str(&diagnostic::render(
+            &FindingDiagnostic::new(finding, style.width),
+            style,
+        ));
+        if !root.remediation.is_empty() {
+            let _ = writeln!(out, "\n{}", paint.bold("What to do:"));
+            for (i, step) in root.remediation.iter().enumerate() {
+                let first = format!("  {}. ", i + 1);
+                let rest = " ".repeat(first.len());
+                wrap_into(&mut out, step, &first, &rest, style.width);
+            }
+        }
+    }
+    let others: Vec<&Finding> = report
+        .findings
+        .iter()
+        .skip(usize::from(primary.is_some()))
+        .collect();
+    if !others.is_empty() {
+        let title = if root.category == Category::Unknown {
+            format!("Findings ({}):", others.len())
+        } else {
+            format!("Other findings ({}):", others.len())
+        };
+        let _ = writeln!(out, "\n{}", paint.bold(&title));
+        for f in others {
+            write_secondary(&mut out, f, style);
+        }
+    }
+    write_inputs(&mut out, report, style);
+    out
+}
+
+fn write_secondary(out: &mut String, f: &Finding, style: Style) {
+    let paint = Paint(style.color);
+    let count = if f.count > 1 {
+        format!(" ×{}", f.count)
+    } else {
+        String::new()
+    };
+    let rank = f.rank.map(|r| format!(" rank {r}")).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  {} {} [{}, {}]{count}{rank}",
+        paint.severity(Some(f.severity), f.severity.as_str()),
+        f.rule,
+        f.category,
+        f.role.as_str()
+    );
+    wrap_into(out, &f.message, "      ", "      ", style.width);
+    let _ = writeln!(out, "      at {}:{}", f.first_seen.input, f.first_seen.line);
+}
+
+fn write_inputs(out: &mut String, report: &Report, style: Style) {
+    let read = report.inputs.iter().filter(|i| i.kind.is_text()).count();
+    let _ = writeln!(
+        out,
+        "\nRead {read} of {} input(s): {} lines, {}.",
+        report.inputs.len(),
+        report.stats.lines,
+        human_bytes(report.stats.bytes)
+    );
+    for input in &report.inputs {
+        for e in &input.errors {
+            let at = e
+                .offset
+                .map(|o| format!(" (at byte {o})"))
+                .unwrap_or_default();
+            wrap_into(
+                out,
+                &format!("{}: {}{at}", input.path, e.message),
+                "  ! ",
+                "    ",
+                style.width,
+            );
+        }
+        for note in &input.notes {
+            wrap_into(
+                out,
+                &format!("{}: {note}", input.path),
+                "  - ",
+                "    ",
+                style.width,
+            );
+        }
+    }
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// Word-wraps `text` at `width` columns, the first line after `first`, the
+/// others after `rest`. Words longer than a line are left whole.
+fn wrap_into(out: &mut String, text: &str, first: &str, rest: &str, width: usize) {
+    let mut line = String::from(first);
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = String::from(rest);
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+}
+
+/// ANSI styling, or none.
+#[derive(Clone, Copy)]
+struct Paint(bool);
+
+impl Paint {
+    fn bold(self, s: &str) -> String {
+        if self.0 {
+            format!("\x1b[1m{s}\x1b[0m")
+        } else {
+            s.to_owned()
+        }
+    }
+
+    fn severity(self, severity: Option<Severity>, s: &str) -> String {
+        if !self.0 {
+            return s.to_owned();
+        }
+        let code = match severity {
+            Some(Severity::Critical) => "1;35",
+            Some(Severity::Error) => "1;31",
+            Some(Severity::Warning) => "1;33",
+            Some(Severity::Info) => "1;36",
+            None => "1",
+        };
+        format!("\x1b[{code}m{s}\x1b[0m")
+    }
+}
+
+/// A finding shown as a miette diagnostic on its first evidence line.
+struct FindingDiagnostic<'a> {
+    finding: &'a Finding,
+    snippet: Option<Snippet>,
+}
+
+impl<'a> FindingDiagnostic<'a> {
+    fn new(finding: &'a Finding, width: usize) -> Self {
+        // The gutter (line numbers and bars) takes about 8 columns.
+        let cols = width.saturating_sub(8).max(20);
+        FindingDiagnostic {
+            finding,
+            snippet: finding.evidence.first().map(|e| Snippet::new(e, cols)),
+        }
+    }
+}
+
+impl fmt::Debug for FindingDiagnostic<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FindingDiagnostic")
+            .field("rule", &self.finding.rule)
+            .finish()
+    }
+}
+
+impl fmt::Display for FindingDiagnostic<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.finding.title)
+    }
+}
+
+impl std::error::Error for FindingDiagnostic<'_> {}
+
+impl Diagnostic for FindingDiagnostic<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        Some(Box::new(&self.finding.rule))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.finding.severity {
+            Severity::Critical | Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+            Severity::Info => miette::Severity::Advice,
+        })
+    }
+
+    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        let count = self.finding.count;
+        (count > 1).then(|| {
+            Box::new(format!("matched {count} times; the first is shown"))
+                as Box<dyn fmt::Display + 'b>
+        })
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        self.snippet.as_ref().map(|s| s as &dyn SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let snippet = self.snippet.as_ref()?;
+        let label = self.finding.category.as_str().to_owned();
+        Some(Box::new(std::iter::once(
+            LabeledSpan::new_primary_with_span(Some(label), snippet.span),
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapping_respects_width_and_indents() {
+        let mut out = String::new();
+        wrap_into(&mut out, "aaa bbb ccc ddd", "> ", "  ", 9);
+        assert_eq!(out, "> aaa bbb\n  ccc ddd\n");
+    }
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(2048), "2.0 KiB");
+    }
+}

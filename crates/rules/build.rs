@@ -1,0 +1,48 @@
+//! Embeds every `rules/**/*.toml` file of the repository into the crate, so
+//! the binary carries its built-in rules and works from any directory.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::{env, fs};
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            println!("cargo:rerun-if-changed={}", path.display());
+            collect(&path, out);
+        } else if path.extension().is_some_and(|e| e == "toml") {
+            out.push(path);
+        }
+    }
+}
+
+fn main() {
+    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let root = manifest.join("../../rules");
+    println!("cargo:rerun-if-changed={}", root.display());
+    let mut files = Vec::new();
+    collect(&root, &mut files);
+    files.sort();
+    let mut code = String::from("/// Built-in rule files: (path relative to the repository, contents).\npub static BUILTIN_RULES: &[(&str, &str)] = &[\n");
+    for file in &files {
+        println!("cargo:rerun-if-changed={}", file.display());
+        let rel = file.strip_prefix(manifest.join("../..")).unwrap_or(file);
+        let _ = writeln!(
+            code,
+            "    ({:?}, include_str!({:?})),",
+            rel.to_string_lossy(),
+            file.canonicalize()
+                .unwrap_or_else(|_| file.clone())
+                .to_string_lossy()
+        );
+    }
+    code.push_str("];\n");
+    let out = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default()).join("builtin_rules.rs");
+    if let Err(e) = fs::write(&out, code) {
+        panic!("cannot write {}: {e}", out.display());
+    }
+}

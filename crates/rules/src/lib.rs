@@ -1,0 +1,25 @@
+//! coroner's rule engine.
+//!
+//! A rule is a TOML file (`rules/<family>/<id>.toml`) that names a failure:
+//! its taxonomy category, severity and role, how to recognise it in a line
+//! of log text, a message with `{capture}` placeholders, ordered
+//! remediation steps, references, and firing and quiet examples.
+//!
+//! - [`RuleSet::load`] reads the built-in rules (embedded at build time)
+//!   and user directories, and validates them; every mistake comes back as
+//!   a [`RuleError`], a miette diagnostic pointing at the offending key.
+//! - [`Scanner`] feeds lines through a set and yields [`Match`]es.
+//!
+//! This crate knows nothing of log formats: callers hand it [`Line`]s.
+
+mod error;
+mod matcher;
+mod rule;
+mod schema;
+mod set;
+
+pub use error::{RuleError, RuleErrorKind};
+pub use matcher::{Line, Match, MatchedLine, Scanner};
+pub use rule::{parse_rule, Rule};
+pub use schema::ExampleSpec;
+pub use set::{RuleSet, RuleSources, BUILTIN_RULES};

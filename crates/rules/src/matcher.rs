@@ -1,0 +1,308 @@
+//! Matching rules against a stream of lines.
+//!
+//! Most lines of a training log match nothing, so a line reaches a rule's
+//! regexes only if one Aho-Corasick pass over it found one of the rule's
+//! literals (ASCII case ignored). A rule with a `window` leaves a pending
+//! match open at its anchor line and completes it when its remaining `all`
+//! patterns have matched within the window.
+
+use crate::rule::Rule;
+use crate::set::RuleSet;
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use regex::Regex;
+
+/// One line as the matcher sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Line<'a> {
+    /// 1-based line number in its input.
+    pub number: u64,
+    /// Byte offset of the line's start in its input.
+    pub offset: u64,
+    /// The text rules match against (prefixes such as `[rank3]:` removed).
+    pub text: &'a str,
+    /// The text shown as evidence; `text` is a suffix of it.
+    pub shown: &'a str,
+    /// Rank the line belongs to, when known.
+    pub rank: Option<u32>,
+}
+
+/// A line that took part in a match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchedLine {
+    /// 1-based line number.
+    pub number: u64,
+    /// Byte offset of the line.
+    pub offset: u64,
+    /// The shown text of the line.
+    pub text: String,
+    /// Byte range of the matched part within `text`.
+    pub span: Option<(usize, usize)>,
+}
+
+/// A complete match of one rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Match {
+    /// Index of the rule in its [`RuleSet`].
+    pub rule: usize,
+    /// Named captures, in pattern order, first value of each name.
+    pub captures: Vec<(String, String)>,
+    /// The anchor line first, then the lines that completed a window.
+    pub lines: Vec<MatchedLine>,
+    /// Rank of the anchor line, when known.
+    pub line_rank: Option<u32>,
+}
+
+/// The literal prefilter of a rule set.
+#[derive(Debug)]
+pub(crate) struct Prefilter {
+    automaton: Option<AhoCorasick>,
+    /// For each literal pattern id, the rules that listed it.
+    owners: Vec<Vec<usize>>,
+}
+
+impl Prefilter {
+    pub(crate) fn new(rules: &[Rule]) -> Prefilter {
+        let mut literals: Vec<String> = Vec::new();
+        let mut owners: Vec<Vec<usize>> = Vec::new();
+        for (i, rule) in rules.iter().enumerate() {
+            for lit in rule.literals() {
+                let lower = lit.to_ascii_lowercase();
+                match literals.iter().position(|l| *l == lower) {
+                    Some(p) => owners[p].push(i),
+                    None => {
+                        literals.push(lower);
+                        owners.push(vec![i]);
+                    }
+                }
+            }
+        }
+        let automaton = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(&literals)
+            .ok();
+        Prefilter { automaton, owners }
+    }
+
+    /// Marks in `hit` every rule one of whose literals occurs in `text`;
+    /// returns whether any did.
+    fn candidates(&self, text: &str, hit: &mut [bool], list: &mut Vec<usize>) {
+        list.clear();
+        let Some(ac) = &self.automaton else { return };
+        for m in ac.find_overlapping_iter(text) {
+            for &r in &self.owners[m.pattern().as_usize()] {
+                if !hit[r] {
+                    hit[r] = true;
+                    list.push(r);
+                }
+            }
+        }
+        for &r in list.iter() {
+            hit[r] = false;
+        }
+        list.sort_unstable();
+    }
+}
+
+/// Pending windowed match.
+#[derive(Debug)]
+struct Pending {
+    rule: usize,
+    last_line: u64,
+    remaining: Vec<usize>,
+    found: Match,
+}
+
+/// Feeds lines of one input through a [`RuleSet`].
+#[derive(Debug)]
+pub struct Scanner<'s> {
+    set: &'s RuleSet,
+    pending: Vec<Pending>,
+    hit: Vec<bool>,
+    candidates: Vec<usize>,
+}
+
+/// A rule may hold at most this many open windows at once; an anchor seen
+/// while that many are open is ignored.
+const MAX_PENDING_PER_RULE: usize = 4;
+
+impl<'s> Scanner<'s> {
+    /// A scanner with no open windows.
+    pub fn new(set: &'s RuleSet) -> Scanner<'s> {
+        Scanner {
+            set,
+            pending: Vec::new(),
+            hit: vec![false; set.rules().len()],
+            candidates: Vec::new(),
+        }
+    }
+
+    /// Whether any literal of any rule occurs in `text`. Lines for which
+    /// this is false and no window is open can skip [`Scanner::feed`].
+    pub fn is_quiet(&self, text: &str) -> bool {
+        self.pending.is_empty()
+            && self
+                .set
+                .prefilter
+                .automaton
+                .as_ref()
+                .is_none_or(|ac| !ac.is_match(text))
+    }
+
+    /// Matches one line; complete matches are appended to `out`.
+    pub fn feed(&mut self, line: &Line<'_>, out: &mut Vec<Match>) {
+        self.advance_pending(line, out);
+        let mut candidates = std::mem::take(&mut self.candidates);
+        self.set
+            .prefilter
+            .candidates(line.text, &mut self.hit, &mut candidates);
+        if candidates.is_empty() {
+            self.candidates = candidates;
+            return;
+        }
+        let rules = self.set.rules();
+        let mut anchored: Vec<(usize, Match, Vec<usize>)> = Vec::new();
+        for &r in &candidates {
+            if let Some(found) = anchor(&rules[r], r, line) {
+                anchored.push(found);
+            }
+        }
+        self.candidates = candidates;
+        self.drop_superseded(&mut anchored);
+        for (r, found, remaining) in anchored {
+            if remaining.is_empty() {
+                out.push(found);
+            } else if self.pending.iter().filter(|p| p.rule == r).count() < MAX_PENDING_PER_RULE {
+                self.pending.push(Pending {
+                    rule: r,
+                    last_line: line.number + u64::from(rules[r].window()),
+                    remaining,
+                    found,
+                });
+            }
+        }
+    }
+
+    /// Drops open windows; incomplete matches are not reported.
+    pub fn finish(&mut self) {
+        self.pending.clear();
+    }
+
+    fn advance_pending(&mut self, line: &Line<'_>, out: &mut Vec<Match>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let rules = self.set.rules();
+        let mut i = 0;
+        while i < self.pending.len() {
+            let p = &mut self.pending[i];
+            if line.number > p.last_line {
+                self.pending.swap_remove(i);
+                continue;
+            }
+            let all = &rules[p.rule].pattern.all;
+            let mut matched_here = None;
+            p.remaining.retain(|&k| match capture(&all[k], line) {
+                Some((caps, span)) => {
+                    merge(&mut p.found.captures, caps);
+                    matched_here.get_or_insert(span);
+                    false
+                }
+                None => true,
+            });
+            if let Some(span) = matched_here {
+                p.found.lines.push(matched_line(line, span));
+            }
+            if p.remaining.is_empty() {
+                out.push(self.pending.swap_remove(i).found);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn drop_superseded(&self, anchored: &mut Vec<(usize, Match, Vec<usize>)>) {
+        if anchored.len() < 2 {
+            return;
+        }
+        let rules = self.set.rules();
+        let ids: Vec<usize> = anchored.iter().map(|a| a.0).collect();
+        let any_specific = ids.iter().any(|&r| !rules[r].fallback);
+        anchored.retain(|(r, _, _)| {
+            let superseded = ids
+                .iter()
+                .any(|&o| o != *r && self.set.supersedes[o].contains(r));
+            !(superseded || (rules[*r].fallback && any_specific))
+        });
+    }
+}
+
+/// Tries `rule` as an anchor on `line`: the match so far and the indices
+/// of `all` patterns still to find.
+fn anchor(rule: &Rule, index: usize, line: &Line<'_>) -> Option<(usize, Match, Vec<usize>)> {
+    let p = &rule.pattern;
+    if p.not.iter().any(|re| re.is_match(line.text)) {
+        return None;
+    }
+    let mut remaining = Vec::new();
+    let (mut captures, span, all_start) = if p.any.is_empty() {
+        let (caps, s) = capture(p.all.first()?, line)?;
+        (caps, s, 1)
+    } else {
+        let (caps, s) = p.any.iter().find_map(|re| capture(re, line))?;
+        (caps, s, 0)
+    };
+    for (k, re) in p.all.iter().enumerate().skip(all_start) {
+        match capture(re, line) {
+            Some((caps, _)) => merge(&mut captures, caps),
+            None if p.window > 0 => remaining.push(k),
+            None => return None,
+        }
+    }
+    let lines = vec![matched_line(line, span)];
+    Some((
+        index,
+        Match {
+            rule: index,
+            captures,
+            lines,
+            line_rank: line.rank,
+        },
+        remaining,
+    ))
+}
+
+type Captures = Vec<(String, String)>;
+
+fn capture(re: &Regex, line: &Line<'_>) -> Option<(Captures, (usize, usize))> {
+    let caps = re.captures(line.text)?;
+    let whole = caps.get(0)?;
+    let named = re
+        .capture_names()
+        .flatten()
+        .filter_map(|name| {
+            caps.name(name)
+                .map(|m| (name.to_owned(), m.as_str().trim().to_owned()))
+        })
+        .collect();
+    Some((named, (whole.start(), whole.end())))
+}
+
+fn merge(into: &mut Captures, from: Captures) {
+    for (k, v) in from {
+        if !into.iter().any(|(existing, _)| *existing == k) {
+            into.push((k, v));
+        }
+    }
+}
+
+fn matched_line(line: &Line<'_>, span: (usize, usize)) -> MatchedLine {
+    let shift = line.shown.len().saturating_sub(line.text.len());
+    let suffix = line.shown.ends_with(line.text);
+    MatchedLine {
+        number: line.number,
+        offset: line.offset,
+        text: line.shown.to_owned(),
+        span: suffix.then_some((span.0 + shift, span.1 + shift)),
+    }
+}

@@ -1,0 +1,360 @@
+//! A validated, compiled rule.
+
+use crate::error::{RuleError, RuleErrorKind};
+use crate::schema::{ExampleSpec, RuleFile};
+use coroner_model::{Category, Role, Severity};
+use regex::{Regex, RegexBuilder};
+use std::collections::BTreeSet;
+use toml::Spanned;
+
+/// Compiled regexes may not exceed this many bytes of program, so that a
+/// rule from an untrusted directory cannot exhaust memory.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// A rule ready to match.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Kebab-case id; equals the file stem.
+    pub id: String,
+    /// One-line title.
+    pub title: String,
+    /// Taxonomy category.
+    pub category: Category,
+    /// Severity of a match.
+    pub severity: Severity,
+    /// Cause, symptom or context.
+    pub role: Role,
+    /// Message template with `{capture}` placeholders.
+    pub message: String,
+    /// Ordered remediation steps.
+    pub remediation: Vec<String>,
+    /// Links and document names.
+    pub references: Vec<String>,
+    /// Ids of rules whose matches on the same line this one replaces.
+    pub supersedes: Vec<String>,
+    /// Dropped on a line that any other rule matched.
+    pub fallback: bool,
+    /// Path of the rule file (relative to the repository for built-ins).
+    pub source: String,
+    /// The rule file's text.
+    pub text: String,
+    /// Firing and quiet examples.
+    pub examples: Vec<ExampleSpec>,
+    pub(crate) pattern: Pattern,
+}
+
+/// The compiled `[match]` table.
+#[derive(Debug, Clone)]
+pub(crate) struct Pattern {
+    pub literals: Vec<String>,
+    pub any: Vec<Regex>,
+    pub all: Vec<Regex>,
+    pub not: Vec<Regex>,
+    pub window: u32,
+}
+
+impl Rule {
+    /// Fills `{name}` placeholders of the message from `captures`; a
+    /// placeholder whose group did not take part in the match becomes `?`.
+    pub fn render_message(&self, captures: &[(String, String)]) -> String {
+        fill_placeholders(&self.message, |name| {
+            captures
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        })
+    }
+
+    /// Names of every capture group the rule's patterns define.
+    pub fn capture_names(&self) -> BTreeSet<String> {
+        let p = &self.pattern;
+        p.any
+            .iter()
+            .chain(&p.all)
+            .flat_map(|r| r.capture_names().flatten().map(str::to_owned))
+            .collect()
+    }
+
+    /// The literals of the prefilter.
+    pub fn literals(&self) -> &[String] {
+        &self.pattern.literals
+    }
+
+    /// How many lines after the anchor the rule looks at.
+    pub fn window(&self) -> u32 {
+        self.pattern.window
+    }
+}
+
+fn fill_placeholders<'a>(
+    template: &str,
+    mut lookup: impl FnMut(&str) -> Option<&'a str>,
+) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) if is_name(&after[..close]) => {
+                out.push_str(lookup(&after[..close]).unwrap_or("?"));
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn placeholders(template: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    fill_placeholders(template, |name| {
+        found.push(name.to_owned());
+        None
+    });
+    found
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_kebab(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+        && !s.contains("--")
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// Parses and validates one rule file. `stem` is the file name without
+/// `.toml`; every problem found is returned, not only the first.
+pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleError>> {
+    let file: RuleFile = toml::from_str(text).map_err(|e| {
+        vec![RuleError::new(
+            RuleErrorKind::Syntax,
+            path,
+            text,
+            e.span(),
+            e.message().trim().to_owned(),
+        )]
+    })?;
+    let mut errors = Vec::new();
+    let err = |kind, span: std::ops::Range<usize>, msg: String| {
+        RuleError::new(kind, path, text, Some(span), msg)
+    };
+
+    let id = file.id.get_ref().clone();
+    if !is_kebab(&id) {
+        errors.push(err(
+            RuleErrorKind::BadId,
+            file.id.span(),
+            format!("rule id `{id}` is not kebab-case"),
+        ));
+    } else if id != stem {
+        errors.push(
+            err(
+                RuleErrorKind::BadId,
+                file.id.span(),
+                format!("rule id `{id}` differs from the file name `{stem}.toml`"),
+            )
+            .with_help("name the file after the rule: <id>.toml"),
+        );
+    }
+
+    let category = file.category.get_ref().parse::<Category>().map_err(|e| {
+        err(
+            RuleErrorKind::UnknownCategory,
+            file.category.span(),
+            e.to_string(),
+        )
+        .with_help(format!(
+            "use one of: {}",
+            Category::ALL
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    });
+    let severity = file.severity.get_ref().parse::<Severity>().map_err(|e| {
+        err(
+            RuleErrorKind::UnknownValue,
+            file.severity.span(),
+            e.to_string(),
+        )
+    });
+    let role = match &file.role {
+        None => Ok(Role::Cause),
+        Some(r) => match r.get_ref().as_str() {
+            "cause" => Ok(Role::Cause),
+            "symptom" => Ok(Role::Symptom),
+            "context" => Ok(Role::Context),
+            other => Err(err(
+                RuleErrorKind::UnknownValue,
+                r.span(),
+                format!("unknown role `{other}` (expected cause, symptom or context)"),
+            )),
+        },
+    };
+
+    let spec = file.matching.get_ref();
+    let compile = |list: &[Spanned<String>], errors: &mut Vec<RuleError>| -> Vec<Regex> {
+        list.iter()
+            .filter_map(|p| {
+                RegexBuilder::new(p.get_ref())
+                    .size_limit(REGEX_SIZE_LIMIT)
+                    .dfa_size_limit(REGEX_SIZE_LIMIT)
+                    .build()
+                    .map_err(|e| {
+                        errors.push(err(
+                            RuleErrorKind::BadRegex,
+                            p.span(),
+                            format!("invalid regex: {}", one_line(&e.to_string())),
+                        ))
+                    })
+                    .ok()
+            })
+            .collect()
+    };
+    let any = compile(&spec.any, &mut errors);
+    let all = compile(&spec.all, &mut errors);
+    let not = compile(&spec.not, &mut errors);
+    let patterns_compiled = errors.is_empty();
+    if spec.any.is_empty() && spec.all.is_empty() {
+        errors.push(err(
+            RuleErrorKind::EmptyMatch,
+            file.matching.span(),
+            "[match] needs at least one pattern in `any` or `all`".to_owned(),
+        ));
+    }
+    let literals: Vec<String> = spec
+        .literals
+        .get_ref()
+        .iter()
+        .filter(|l| !l.is_empty())
+        .cloned()
+        .collect();
+    if literals.is_empty() {
+        errors.push(
+            err(
+                RuleErrorKind::EmptyMatch,
+                spec.literals.span(),
+                "`literals` must list at least one non-empty string".to_owned(),
+            )
+            .with_help("a line is tried against the regexes only if it contains one of the literals (ASCII case is ignored)"),
+        );
+    }
+
+    let defined: BTreeSet<String> = any
+        .iter()
+        .chain(&all)
+        .flat_map(|r| r.capture_names().flatten().map(str::to_owned))
+        .collect();
+    for name in placeholders(file.message.get_ref()) {
+        if patterns_compiled && !defined.contains(&name) {
+            errors.push(err(
+                RuleErrorKind::UndefinedPlaceholder,
+                file.message.span(),
+                format!("message placeholder `{{{name}}}` names no capture group"),
+            ));
+        }
+    }
+    for ex in &file.examples {
+        for key in ex.captures.keys() {
+            if patterns_compiled && !defined.contains(key) {
+                errors.push(err(
+                    RuleErrorKind::UndefinedPlaceholder,
+                    file.id.span(),
+                    format!("an example expects capture `{key}`, which no pattern defines"),
+                ));
+            }
+        }
+    }
+    for (fires, what) in [(true, "firing"), (false, "quiet")] {
+        if !file.examples.iter().any(|e| e.fires == fires) {
+            errors.push(
+                err(
+                    RuleErrorKind::MissingExample,
+                    file.id.span(),
+                    format!("rule `{id}` has no {what} example"),
+                )
+                .with_help(format!(
+                    "add [[examples]] with fires = {fires} and real log text as input"
+                )),
+            );
+        }
+    }
+
+    let (category, severity, role) = match (category, severity, role) {
+        (Ok(c), Ok(s), Ok(r)) if errors.is_empty() => (c, s, r),
+        (c, s, r) => {
+            errors.extend(c.err());
+            errors.extend(s.err());
+            errors.extend(r.err());
+            return Err(errors);
+        }
+    };
+
+    Ok(Rule {
+        id,
+        title: file.title,
+        category,
+        severity,
+        role,
+        message: file.message.into_inner(),
+        remediation: file.remediation,
+        references: file.references,
+        supersedes: file
+            .supersedes
+            .into_iter()
+            .map(|s| s.into_inner())
+            .collect(),
+        fallback: file.fallback,
+        source: path.to_owned(),
+        text: text.to_owned(),
+        examples: file.examples,
+        pattern: Pattern {
+            literals,
+            any,
+            all,
+            not,
+            window: spec.window,
+        },
+    })
+}
+
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_filled_and_missing_ones_become_question_marks() {
+        let f = fill_placeholders("rank {rank} got {what} {not a name}", |k| {
+            (k == "rank").then_some("3")
+        });
+        assert_eq!(f, "rank 3 got ? {not a name}");
+    }
+
+    #[test]
+    fn kebab_case_ids() {
+        assert!(is_kebab("cuda-oom"));
+        assert!(is_kebab("xid-79"));
+        assert!(!is_kebab("Cuda-oom"));
+        assert!(!is_kebab("cuda_oom"));
+        assert!(!is_kebab("-x"));
+    }
+}

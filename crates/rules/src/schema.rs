@@ -1,0 +1,72 @@
+//! The on-disk form of a rule file, as serde reads it from TOML.
+//!
+//! Spans are kept for the values the validator may need to point at.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use toml::Spanned;
+
+/// One `rules/<family>/<id>.toml` file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleFile {
+    pub id: Spanned<String>,
+    pub title: String,
+    pub category: Spanned<String>,
+    pub severity: Spanned<String>,
+    #[serde(default)]
+    pub role: Option<Spanned<String>>,
+    pub message: Spanned<String>,
+    #[serde(default)]
+    pub remediation: Vec<String>,
+    #[serde(default)]
+    pub references: Vec<String>,
+    /// Rules whose matches on the same line this rule replaces.
+    #[serde(default)]
+    pub supersedes: Vec<Spanned<String>>,
+    /// When true, the rule's match on a line is dropped if any other rule
+    /// matched that line.
+    #[serde(default)]
+    pub fallback: bool,
+    #[serde(rename = "match")]
+    pub matching: Spanned<MatchSpec>,
+    #[serde(default)]
+    pub examples: Vec<ExampleSpec>,
+}
+
+/// The `[match]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatchSpec {
+    /// Case-insensitive literals; a line is tried only if it holds one.
+    pub literals: Spanned<Vec<String>>,
+    /// At least one of these must match the anchor line.
+    #[serde(default)]
+    pub any: Vec<Spanned<String>>,
+    /// Every one of these must match: on the anchor line, or within
+    /// `window` lines after it.
+    #[serde(default)]
+    pub all: Vec<Spanned<String>>,
+    /// None of these may match the anchor line.
+    #[serde(default)]
+    pub not: Vec<Spanned<String>>,
+    /// How many lines after the anchor `all` may look at.
+    #[serde(default)]
+    pub window: u32,
+}
+
+/// One `[[examples]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExampleSpec {
+    pub fires: bool,
+    pub input: String,
+    #[serde(default)]
+    pub captures: BTreeMap<String, String>,
+    /// Expected rank of the finding, when the example shows one.
+    #[serde(default)]
+    pub rank: Option<u32>,
+    /// Expected number of matches.
+    #[serde(default)]
+    pub count: Option<u64>,
+}

@@ -1,0 +1,174 @@
+//! A set of rules: the built-ins embedded at build time plus any user
+//! directories, checked together.
+
+use crate::error::{RuleError, RuleErrorKind};
+use crate::matcher::Prefilter;
+use crate::rule::{parse_rule, Rule};
+use std::collections::HashMap;
+use std::path::Path;
+use walkdir::WalkDir;
+
+include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
+
+/// Validated rules and the prefilter that finds candidate lines for them.
+#[derive(Debug)]
+pub struct RuleSet {
+    rules: Vec<Rule>,
+    pub(crate) prefilter: Prefilter,
+    /// For each rule, the indices of the rules it supersedes.
+    pub(crate) supersedes: Vec<Vec<usize>>,
+}
+
+/// Where rules come from.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSources {
+    /// Include the built-in rules.
+    pub builtin: bool,
+    /// Directories of user rule files (walked recursively for `*.toml`).
+    pub dirs: Vec<std::path::PathBuf>,
+}
+
+impl RuleSet {
+    /// Loads, validates and compiles rules from `sources`. Every problem in
+    /// every file is returned.
+    pub fn load(sources: &RuleSources) -> Result<RuleSet, Vec<RuleError>> {
+        let mut files: Vec<(String, String, String)> = Vec::new();
+        let mut errors = Vec::new();
+        if sources.builtin {
+            for (path, text) in BUILTIN_RULES {
+                files.push((path.to_string(), stem_of(path), text.to_string()));
+            }
+        }
+        for dir in &sources.dirs {
+            read_dir(dir, &mut files, &mut errors);
+        }
+        let mut rules = Vec::new();
+        for (path, stem, text) in &files {
+            match parse_rule(path, stem, text) {
+                Ok(rule) => rules.push(rule),
+                Err(mut e) => errors.append(&mut e),
+            }
+        }
+        match RuleSet::new(rules) {
+            Ok(set) if errors.is_empty() => Ok(set),
+            Ok(_) => Err(errors),
+            Err(mut e) => {
+                errors.append(&mut e);
+                Err(errors)
+            }
+        }
+    }
+
+    /// Builds a set from parsed rules, rejecting duplicate ids and unknown
+    /// `supersedes` references.
+    pub fn new(rules: Vec<Rule>) -> Result<RuleSet, Vec<RuleError>> {
+        let mut errors = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        for (i, rule) in rules.iter().enumerate() {
+            if let Some(&first) = index.get(rule.id.as_str()) {
+                errors.push(
+                    RuleError::new(
+                        RuleErrorKind::DuplicateId,
+                        &rule.source,
+                        &rule.text,
+                        id_span(&rule.text, &rule.id),
+                        format!("duplicate rule id `{}`", rule.id),
+                    )
+                    .with_help(format!("first defined in {}", rules[first].source)),
+                );
+            } else {
+                index.insert(&rule.id, i);
+            }
+        }
+        let mut supersedes = Vec::with_capacity(rules.len());
+        for rule in &rules {
+            let mut targets = Vec::new();
+            for target in &rule.supersedes {
+                match index.get(target.as_str()) {
+                    Some(&t) => targets.push(t),
+                    None => errors.push(RuleError::new(
+                        RuleErrorKind::UnknownRule,
+                        &rule.source,
+                        &rule.text,
+                        rule.text.find(target.as_str()).map(|s| s..s + target.len()),
+                        format!("`supersedes` names `{target}`, which is not a loaded rule"),
+                    )),
+                }
+            }
+            supersedes.push(targets);
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let prefilter = Prefilter::new(&rules);
+        Ok(RuleSet {
+            rules,
+            prefilter,
+            supersedes,
+        })
+    }
+
+    /// The rules, in load order (built-ins sorted by path first).
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// Looks a rule up by id.
+    pub fn get(&self, id: &str) -> Option<&Rule> {
+        self.rules.iter().find(|r| r.id == id)
+    }
+
+    /// Index of a rule by id.
+    pub fn position(&self, id: &str) -> Option<usize> {
+        self.rules.iter().position(|r| r.id == id)
+    }
+}
+
+fn stem_of(path: &str) -> String {
+    Path::new(path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn id_span(text: &str, id: &str) -> Option<std::ops::Range<usize>> {
+    text.find(&format!("\"{id}\""))
+        .map(|s| s + 1..s + 1 + id.len())
+}
+
+fn read_dir(dir: &Path, files: &mut Vec<(String, String, String)>, errors: &mut Vec<RuleError>) {
+    let io_error = |path: &Path, e: &dyn std::fmt::Display| {
+        RuleError::new(
+            RuleErrorKind::Io,
+            &path.display().to_string(),
+            "",
+            None,
+            format!("cannot read rules: {e}"),
+        )
+    };
+    if !dir.is_dir() {
+        errors.push(io_error(dir, &"not a directory"));
+        return;
+    }
+    for entry in WalkDir::new(dir).sort_by_file_name() {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                errors.push(io_error(e.path().unwrap_or(dir), &e));
+                continue;
+            }
+        };
+        let path = entry.path();
+        if !entry.file_type().is_file() || path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        match std::fs::read_to_string(path) {
+            Ok(text) => files.push((
+                path.display().to_string(),
+                stem_of(&path.to_string_lossy()),
+                text,
+            )),
+            Err(e) => errors.push(io_error(path, &e)),
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! The command-line contract: inputs, formats, exit codes, rule options.
+
+use crate::util::{analyze_json, fixture, root, run, Scratch};
+use std::io::Write;
+
+fn fixture_bytes(rel: &str) -> Vec<u8> {
+    std::fs::read(root().join(fixture(rel))).unwrap()
+}
+
+#[test]
+fn stdin_is_read_with_dash_and_without_paths() {
+    let log = fixture_bytes("logs/oom_simple.log");
+    for args in [
+        &["analyze", "--format", "json", "-"][..],
+        &["analyze", "--format", "json"][..],
+    ] {
+        let out = run(args, Some(&log));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["root_cause"]["category"], "gpu-oom", "{args:?}");
+        assert_eq!(report["inputs"][0]["path"], "-");
+        assert_eq!(out.status.code(), Some(1));
+    }
+}
+
+#[test]
+fn compressed_inputs_are_detected_by_magic_bytes() {
+    let log = fixture_bytes("logs/torchrun_segv.log");
+    let dir = Scratch::new("compressed");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&log).unwrap();
+    std::fs::write(dir.path("a.log.gz"), gz.finish().unwrap()).unwrap();
+    std::fs::write(dir.path("b.data"), zstd::encode_all(&log[..], 3).unwrap()).unwrap();
+    let mut xz = xz2::write::XzEncoder::new(Vec::new(), 6);
+    xz.write_all(&log).unwrap();
+    std::fs::write(dir.path("c"), xz.finish().unwrap()).unwrap();
+    for (name, compression) in [("a.log.gz", "gzip"), ("b.data", "zstd"), ("c", "xz")] {
+        let (report, code) = analyze_json(&[&dir.display(name)]);
+        assert_eq!(report["inputs"][0]["compression"], compression);
+        assert_eq!(report["inputs"][0]["bytes"], log.len() as u64, "{name}");
+        assert_eq!(report["root_cause"]["category"], "segfault", "{name}");
+        assert_eq!(code, 1);
+    }
+    let zst = zstd::encode_all(&log[..], 3).unwrap();
+    let out = run(&["analyze", "--format", "json", "-"], Some(&zst));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["root_cause"]["category"], "segfault");
+}
+
+#[test]
+fn a_truncated_compressed_input_reports_where_it_broke_and_keeps_its_findings() {
+    let mut log = fixture_bytes("logs/oom_simple.log");
+    log.extend(std::iter::repeat_n(b'x', 200_000));
+    let zst = zstd::encode_all(&log[..], 3).unwrap();
+    let dir = Scratch::new("truncated");
+    std::fs::write(dir.path("cut.zst"), &zst[..zst.len() - 20]).unwrap();
+    let (report, code) = analyze_json(&[&dir.display("cut.zst")]);
+    assert_eq!(code, 2);
+    assert_eq!(report["root_cause"]["category"], "gpu-oom");
+    let err = &report["inputs"][0]["errors"][0];
+    assert!(err["offset"].as_u64().is_some(), "{err}");
+}
+
+#[test]
+fn exit_codes_follow_fail_on() {
+    let oom = fixture("logs/oom_simple.log");
+    let healthy = fixture("logs/nccl_info.log");
+    let code = |args: &[&str]| run(args, None).status.code();
+    assert_eq!(code(&["analyze", "--format", "json", &oom]), Some(1));
+    assert_eq!(code(&["analyze", "--format", "json", &healthy]), Some(0));
+    assert_eq!(
+        code(&["analyze", "--format", "json", "--fail-on", "critical", &oom]),
+        Some(0)
+    );
+    assert_eq!(
+        code(&["analyze", "--format", "json", "--fail-on", "error", &oom]),
+        Some(1)
+    );
+    assert_eq!(code(&["analyze", "--fail-on", "fatal", &oom]), Some(2));
+}
+
+#[test]
+fn an_unreadable_input_is_an_error_but_the_others_are_analysed() {
+    let (report, code) = analyze_json(&["does/not/exist.log", &fixture("logs/oom_simple.log")]);
+    assert_eq!(code, 2);
+    assert_eq!(report["root_cause"]["category"], "gpu-oom");
+    let missing = &report["inputs"][0];
+    assert_eq!(missing["path"], "does/not/exist.log");
+    assert_eq!(missing["kind"], "unreadable");
+    assert!(missing["errors"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("cannot read"));
+}
+
+#[test]
+fn terminal_noise_and_invalid_utf8_do_not_hide_a_failure() {
+    let mut log = Vec::new();
+    log.extend_from_slice(b"\xff\xfe garbage \xc3\x28\r\n");
+    log.extend_from_slice(b"[rank3]: \x1b[1;31mtorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.10 GiB of which 1.06 GiB is free.\x1b[0m\r\n");
+    let out = run(&["analyze", "--format", "json", "-"], Some(&log));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["root_cause"]["category"], "gpu-oom");
+    assert_eq!(report["root_cause"]["rank"], 3);
+    let evidence = report["root_cause"]["evidence"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        evidence.starts_with("[rank3]: torch.OutOfMemoryError"),
+        "{evidence}"
+    );
+    assert!(!evidence.contains('\u{1b}') && !evidence.ends_with('\r'));
+}
+
+#[test]
+fn a_huge_line_is_truncated_not_fatal() {
+    let mut log = vec![b'a'; 3 << 20];
+    log.extend_from_slice(
+        b"\nRuntimeError: CUDA error: an illegal memory access was encountered\n",
+    );
+    let out = run(&["analyze", "--format", "json", "-"], Some(&log));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["inputs"][0]["lines"], 2);
+    assert!(report["inputs"][0]["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("truncated"));
+    assert_eq!(report["root_cause"]["category"], "illegal-memory-access");
+}
+
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    let mut cmd = crate::util::coroner();
+    let mut child = cmd
+        .args([
+            "analyze",
+            "--format",
+            "json",
+            &fixture("logs/assert_index.log"),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_ne!(out.status.code(), Some(2));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
+
+#[test]
+fn nothing_to_read_from_a_terminal_or_a_missing_argument_is_a_usage_error() {
+    let out = run(&["analyze", "--format", "unknown-format"], None);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+const BAD_CATEGORY: &str = r#"id = "bad-one"
+title = "x"
+category = "not-a-category"
+severity = "error"
+message = "x"
+[match]
+literals = ["x"]
+any = ['x']
+[[examples]]
+fires = true
+input = "x"
+[[examples]]
+fires = false
+input = "y"
+"#;
+
+#[test]
+fn a_bad_rule_file_is_a_tool_error_pointing_at_the_key() {
+    let dir = Scratch::new("badrule");
+    std::fs::write(dir.path("bad-one.toml"), BAD_CATEGORY).unwrap();
+    for args in [
+        vec![
+            "analyze",
+            "--rules",
+            &dir.0.to_str().unwrap(),
+            &fixture("logs/oom_simple.log"),
+        ],
+        vec!["rules", "validate", dir.0.to_str().unwrap()],
+    ] {
+        let out = run(&args, None);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("bad-one.toml"), "{err}");
+        assert!(err.contains("unknown category `not-a-category`"), "{err}");
+        assert!(err.contains("3 │ category = \"not-a-category\""), "{err}");
+    }
+}
+
+const USER_RULE: &str = r#"id = "checkpoint-write-failed"
+title = "The trainer could not write a checkpoint"
+category = "disk-full"
+severity = "error"
+message = "checkpoint {path} could not be written"
+remediation = ["Free space on the checkpoint volume."]
+
+[match]
+literals = ["checkpoint"]
+any = ['''saving checkpoint (?P<path>\S+) failed''']
+
+[[examples]]
+fires = true
+input = "saving checkpoint /ckpt/step_100.pt failed\n"
+captures = { path = "/ckpt/step_100.pt" }
+
+[[examples]]
+fires = false
+input = "saving checkpoint /ckpt/step_100.pt done\n"
+"#;
+
+#[test]
+fn user_rules_are_loaded_tested_and_listed() {
+    let dir = Scratch::new("userrule");
+    std::fs::write(dir.path("checkpoint-write-failed.toml"), USER_RULE).unwrap();
+    let d = dir.0.to_str().unwrap();
+    let log = b"step 100 loss 1.2\nsaving checkpoint /ckpt/step_100.pt failed\n";
+    let out = run(
+        &["analyze", "--format", "json", "--rules", d, "-"],
+        Some(log),
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["root_cause"]["rule"], "checkpoint-write-failed");
+    assert_eq!(
+        report["root_cause"]["summary"],
+        "checkpoint /ckpt/step_100.pt could not be written."
+    );
+
+    let out = run(&["rules", "test", d], None);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2 passed, 0 failed"));
+
+    let out = run(
+        &[
+            "rules",
+            "list",
+            "--format",
+            "json",
+            "--no-builtin-rules",
+            "--rules",
+            d,
+        ],
+        None,
+    );
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list.as_array().map(Vec::len), Some(1));
+    assert_eq!(list[0]["id"], "checkpoint-write-failed");
+    assert_eq!(list[0]["category"], "disk-full");
+
+    std::fs::write(
+        dir.path("checkpoint-write-failed.toml"),
+        USER_RULE.replace("step_100.pt done", "step_100.pt failed"),
+    )
+    .unwrap();
+    let out = run(&["rules", "test", d], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("should stay quiet but fired"));
+}
+
+#[test]
+fn rules_list_and_show() {
+    let out = run(&["rules", "list", "--format", "json"], None);
+    assert_eq!(out.status.code(), Some(0));
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for rule in list.as_array().unwrap() {
+        for key in ["id", "title", "category", "severity", "source"] {
+            assert!(rule[key].is_string(), "{rule}");
+        }
+        assert!(rule["source"].as_str().unwrap().starts_with("rules/"));
+    }
+    let out = run(&["rules", "show", "torch-cuda-out-of-memory"], None);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("id = \"torch-cuda-out-of-memory\""));
+    let out = run(&["rules", "show", "cuda-out-of"], None);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,180 @@
+//! Every real fixture through the binary: the expected root cause (from
+//! fixtures/README.md), and snapshots of both report formats.
+
+use crate::util::{analyze_json, fixture, run, Scratch};
+
+/// (fixture, root-cause category, rank).
+const EXPECTED: &[(&str, &str, Option<u64>)] = &[
+    ("logs/oom_simple.log", "gpu-oom", None),
+    ("logs/oom_train.log", "gpu-oom", None),
+    ("logs/assert_index.log", "device-side-assert", None),
+    ("logs/assert_ce.log", "device-side-assert", None),
+    ("logs/device_assert_c.log", "device-side-assert", None),
+    ("logs/nan_loss.log", "nan-inf-loss", None),
+    ("logs/anomaly.log", "nan-inf-loss", None),
+    ("logs/illegal_address.log", "illegal-memory-access", None),
+    ("logs/cupy_illegal.log", "illegal-memory-access", None),
+    ("logs/driver_api_errors.log", "file-not-found", None),
+    ("logs/gpucore_light.log", "launch-failure", None),
+    ("logs/nccl_bad_iface.log", "nccl-config", Some(0)),
+    ("logs/nccl_duplicate_gpu.log", "nccl-config", None),
+    (
+        "logs/nccl_watchdog_timeout.log",
+        "collective-timeout",
+        Some(0),
+    ),
+    ("logs/store_timeout.log", "rendezvous-failure", None),
+    ("logs/torchrun_raise.log", "python-error", Some(1)),
+    ("logs/torchrun_kill.log", "host-oom", Some(1)),
+    ("logs/torchrun_segv.log", "segfault", Some(1)),
+    ("logs/dl_segv.log", "dataloader-worker-crash", None),
+];
+
+/// Inputs from healthy runs: no root cause, nothing of error severity.
+const HEALTHY: &[&str] = &[
+    "logs/nccl_info.log",
+    "logs/leak.log",
+    "system/nvidia-smi.txt",
+    "system/nvidia-smi-q.txt",
+    "system/nvidia-smi-misc.txt",
+    "system/collect_env.txt",
+    "system/dmesg.txt",
+    "system/nvcc.txt",
+];
+
+fn name_of(rel: &str) -> String {
+    rel.rsplit('/').next().unwrap_or(rel).replace('.', "_")
+}
+
+#[test]
+fn each_failing_fixture_gets_its_root_cause() {
+    let mut wrong = Vec::new();
+    for &(rel, category, rank) in EXPECTED {
+        let (report, code) = analyze_json(&[&fixture(rel)]);
+        let root = &report["root_cause"];
+        let got = (root["category"].as_str(), root["rank"].as_u64());
+        if got != (Some(category), rank) || code != 1 {
+            wrong.push(format!(
+                "{rel}: expected {category} rank {rank:?}, got {got:?} (exit {code})"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn healthy_inputs_have_no_root_cause_and_no_errors() {
+    for &rel in HEALTHY {
+        let (report, code) = analyze_json(&[&fixture(rel)]);
+        assert_eq!(report["root_cause"]["category"], "unknown", "{rel}");
+        assert!(report["root_cause"]["summary"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()));
+        for f in report["findings"].as_array().into_iter().flatten() {
+            let sev = f["severity"].as_str().unwrap_or("");
+            assert!(sev == "info" || sev == "warning", "{rel}: {f}");
+        }
+        assert_eq!(code, 0, "{rel}");
+    }
+}
+
+#[test]
+fn driver_api_errors_yield_three_separate_findings() {
+    let (report, _) = analyze_json(&[&fixture("logs/driver_api_errors.log")]);
+    let mut categories: Vec<&str> = report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["category"].as_str())
+        .collect();
+    categories.sort_unstable();
+    assert_eq!(
+        categories,
+        ["cuda-driver-oom", "file-not-found", "invalid-device"]
+    );
+}
+
+#[test]
+fn an_assertion_storm_is_one_finding_with_a_count() {
+    let (report, _) = analyze_json(&[&fixture("logs/assert_index.log")]);
+    let first = &report["findings"][0];
+    assert_eq!(first["category"], "device-side-assert");
+    assert_eq!(first["count"], 32);
+    assert_eq!(first["first_seen"]["line"], 1);
+}
+
+#[test]
+fn json_reports_match_snapshots() {
+    for &(rel, _, _) in EXPECTED {
+        let (report, _) = analyze_json(&[&fixture(rel)]);
+        insta::assert_json_snapshot!(format!("json_{}", name_of(rel)), report, {
+            ".stats.elapsed_ms" => "[elapsed]"
+        });
+    }
+}
+
+#[test]
+fn human_reports_match_snapshots() {
+    let failing = EXPECTED.iter().map(|&(rel, _, _)| rel);
+    for rel in failing.chain(HEALTHY.iter().copied()) {
+        let out = run(&["analyze", "--format", "human", &fixture(rel)], None);
+        let text = String::from_utf8_lossy(&out.stdout);
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= 80,
+                "{rel}: line over 80 columns: {line}"
+            );
+        }
+        insta::assert_snapshot!(format!("human_{}", name_of(rel)), text);
+    }
+}
+
+#[test]
+fn a_directory_is_one_incident() {
+    let dir = Scratch::new("incident");
+    std::fs::create_dir_all(dir.path("run-42/node0")).unwrap_or_default();
+    for (from, to) in [
+        ("logs/nccl_info.log", "run-42/node0/nccl.log"),
+        ("logs/torchrun_kill.log", "run-42/node0/torchrun.log"),
+    ] {
+        std::fs::copy(crate::util::root().join(fixture(from)), dir.path(to)).unwrap_or_default();
+    }
+    std::fs::write(
+        dir.path("run-42/.hidden.log"),
+        "torch.OutOfMemoryError: CUDA out of memory.\n",
+    )
+    .unwrap_or_default();
+    let (report, code) = analyze_json(&[&dir.display("run-42")]);
+    assert_eq!(code, 1);
+    assert_eq!(report["root_cause"]["category"], "host-oom");
+    assert_eq!(report["root_cause"]["rank"], 1);
+    let inputs = report["inputs"].as_array().cloned().unwrap_or_default();
+    let paths: Vec<&str> = inputs.iter().filter_map(|i| i["path"].as_str()).collect();
+    assert!(paths[0].ends_with("node0/nccl.log"), "{paths:?}");
+    assert!(paths[1].ends_with("node0/torchrun.log"), "{paths:?}");
+    let hidden = inputs
+        .iter()
+        .find(|i| {
+            i["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with(".hidden.log"))
+        })
+        .expect("hidden file listed as skipped");
+    assert_eq!(hidden["lines"], 0);
+    assert!(hidden["notes"][0]
+        .as_str()
+        .is_some_and(|n| n.contains("hidden")));
+}
+
+#[test]
+fn core_dumps_are_recognised_by_content() {
+    let (report, code) = analyze_json(&[
+        &fixture("cores/core.segv.875.zst"),
+        &fixture("cores/gpu_light_679.nvcudmp.zst"),
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(report["inputs"][0]["kind"], "elf-core");
+    assert_eq!(report["inputs"][0]["compression"], "zstd");
+    assert_eq!(report["inputs"][1]["kind"], "cuda-gpu-core");
+    assert_eq!(report["root_cause"]["category"], "unknown");
+}

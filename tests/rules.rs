@@ -1,0 +1,135 @@
+//! The built-in rules: every example passes, and the validator rejects what
+//! it should.
+
+use coroner_rules::{parse_rule, RuleErrorKind, RuleSet, RuleSources};
+
+fn builtin() -> RuleSet {
+    RuleSet::load(&RuleSources {
+        builtin: true,
+        dirs: Vec::new(),
+    })
+    .unwrap_or_else(|e| panic!("built-in rules invalid: {e:?}"))
+}
+
+#[test]
+fn every_builtin_example_passes() {
+    let set = builtin();
+    let outcomes = coroner_analyze::examples::check_examples(&set, |_| true);
+    assert!(outcomes.len() >= 2 * set.rules().len());
+    let failures: Vec<String> = outcomes
+        .iter()
+        .filter_map(|o| {
+            o.failure
+                .as_ref()
+                .map(|f| format!("{} #{}: {f}", o.rule, o.number))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn builtin_rules_live_in_family_folders_named_after_their_ids() {
+    for rule in builtin().rules() {
+        let expected_end = format!("/{}.toml", rule.id);
+        assert!(
+            rule.source.starts_with("rules/") && rule.source.ends_with(&expected_end),
+            "{}",
+            rule.source
+        );
+        assert!(
+            !rule.remediation.is_empty(),
+            "{} has no remediation",
+            rule.id
+        );
+    }
+}
+
+const GOOD: &str = r#"id = "sample-rule"
+title = "t"
+category = "gpu-oom"
+severity = "error"
+message = "got {what}"
+[match]
+literals = ["boom"]
+any = ['''boom (?P<what>\w+)''']
+[[examples]]
+fires = true
+input = "boom x"
+[[examples]]
+fires = false
+input = "quiet"
+"#;
+
+fn kinds(text: &str) -> Vec<RuleErrorKind> {
+    match parse_rule("rules/x/sample-rule.toml", "sample-rule", text) {
+        Ok(_) => Vec::new(),
+        Err(errors) => errors.iter().map(|e| e.kind).collect(),
+    }
+}
+
+#[test]
+fn the_validator_accepts_a_good_rule() {
+    assert_eq!(kinds(GOOD), Vec::new());
+}
+
+#[test]
+fn the_validator_rejects_each_mistake() {
+    let cases = [
+        (
+            GOOD.replace("gpu-oom", "gpu-boom"),
+            RuleErrorKind::UnknownCategory,
+        ),
+        (
+            GOOD.replace("(?P<what>\\w+)", "(?P<what>\\w+"),
+            RuleErrorKind::BadRegex,
+        ),
+        (
+            GOOD.replace("got {what}", "got {where}"),
+            RuleErrorKind::UndefinedPlaceholder,
+        ),
+        (
+            GOOD.replace("fires = false", "fires = true"),
+            RuleErrorKind::MissingExample,
+        ),
+        (
+            GOOD.replace("id = \"sample-rule\"", "id = \"other-rule\""),
+            RuleErrorKind::BadId,
+        ),
+        (
+            GOOD.replace("literals = [\"boom\"]", "literals = []"),
+            RuleErrorKind::EmptyMatch,
+        ),
+        (
+            GOOD.replace("severity = \"error\"", "severity = \"fatal\""),
+            RuleErrorKind::UnknownValue,
+        ),
+        (
+            GOOD.replace("title = \"t\"", "title = 3"),
+            RuleErrorKind::Syntax,
+        ),
+    ];
+    for (text, kind) in cases {
+        assert_eq!(kinds(&text), vec![kind], "{text}");
+    }
+}
+
+#[test]
+fn a_bad_regex_error_points_at_the_pattern() {
+    let text = GOOD.replace("(?P<what>\\w+)", "(?P<what>\\w+");
+    let err = parse_rule("r.toml", "sample-rule", &text)
+        .err()
+        .unwrap_or_default();
+    let span = err.first().and_then(|e| e.span()).expect("a span");
+    assert!(text[span].contains("boom (?P<what>"));
+}
+
+#[test]
+fn duplicate_ids_are_rejected() {
+    let a = parse_rule("a/sample-rule.toml", "sample-rule", GOOD).unwrap();
+    let b = parse_rule("b/sample-rule.toml", "sample-rule", GOOD).unwrap();
+    let errors = RuleSet::new(vec![a, b]).err().unwrap_or_default();
+    assert_eq!(
+        errors.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        vec![RuleErrorKind::DuplicateId]
+    );
+}
