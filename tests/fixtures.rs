@@ -17,7 +17,7 @@ const EXPECTED: &[(&str, &str, Option<u64>)] = &[
     ("logs/driver_api_errors.log", "file-not-found", None),
     ("logs/gpucore_light.log", "launch-failure", None),
     ("logs/nccl_bad_iface.log", "nccl-config", Some(0)),
-    ("logs/nccl_duplicate_gpu.log", "nccl-config", None),
+    ("logs/nccl_duplicate_gpu.log", "nccl-config", Some(0)),
     (
         "logs/nccl_watchdog_timeout.log",
         "collective-timeout",

@@ -7,6 +7,7 @@ fn builtin() -> RuleSet {
     RuleSet::load(&RuleSources {
         builtin: true,
         dirs: Vec::new(),
+        builtin_names: false,
     })
     .unwrap_or_else(|e| panic!("built-in rules invalid: {e:?}"))
 }

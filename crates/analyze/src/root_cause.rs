@@ -72,3 +72,138 @@ fn unknown_summary(findings: &[Finding], inputs: &[InputSummary]) -> String {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coroner_model::{Category, Location};
+
+    fn finding(
+        rule: &str,
+        category: Category,
+        severity: Severity,
+        role: Role,
+        line: u64,
+    ) -> Finding {
+        Finding {
+            rule: rule.to_owned(),
+            category,
+            severity,
+            role,
+            title: String::new(),
+            message: format!("{rule} happened"),
+            count: 1,
+            first_seen: Location {
+                input: "log".to_owned(),
+                line,
+                byte_offset: 0,
+            },
+            evidence: Vec::new(),
+            captures: Default::default(),
+            rank: None,
+            remediation: Vec::new(),
+            references: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_most_severe_cause_wins_then_the_earliest() {
+        let findings = vec![
+            finding(
+                "reset",
+                Category::NcclNetwork,
+                Severity::Error,
+                Role::Symptom,
+                1,
+            ),
+            finding(
+                "exc",
+                Category::PythonError,
+                Severity::Error,
+                Role::Cause,
+                2,
+            ),
+            finding(
+                "kill",
+                Category::HostOom,
+                Severity::Critical,
+                Role::Cause,
+                3,
+            ),
+            finding(
+                "later",
+                Category::PythonError,
+                Severity::Critical,
+                Role::Cause,
+                4,
+            ),
+        ];
+        let (root, ordered) = choose(findings, &[]);
+        assert_eq!(root.rule.as_deref(), Some("kill"));
+        assert_eq!(ordered[0].rule, "kill");
+        assert_eq!(ordered.len(), 4);
+    }
+
+    #[test]
+    fn a_symptom_is_named_only_without_a_cause_and_says_so() {
+        let findings = vec![finding(
+            "reset",
+            Category::NcclNetwork,
+            Severity::Error,
+            Role::Symptom,
+            1,
+        )];
+        let (root, _) = choose(findings, &[]);
+        assert_eq!(root.category, Category::NcclNetwork);
+        assert!(root.summary.contains("consequence of a failure elsewhere"));
+    }
+
+    #[test]
+    fn warnings_and_context_are_never_promoted() {
+        let findings = vec![
+            finding(
+                "overflow",
+                Category::NanInfLoss,
+                Severity::Warning,
+                Role::Cause,
+                1,
+            ),
+            finding(
+                "hint",
+                Category::LaunchFailure,
+                Severity::Error,
+                Role::Context,
+                2,
+            ),
+        ];
+        let (root, ordered) = choose(findings, &[]);
+        assert_eq!(root.category, Category::Unknown);
+        assert_eq!(root.rule, None);
+        assert_eq!(ordered.len(), 2);
+    }
+
+    #[test]
+    fn the_rank_comes_from_a_finding_of_the_same_category() {
+        let mut block = finding(
+            "block",
+            Category::HostOom,
+            Severity::Critical,
+            Role::Cause,
+            9,
+        );
+        block.rank = Some(1);
+        let findings = vec![
+            finding(
+                "line",
+                Category::HostOom,
+                Severity::Critical,
+                Role::Cause,
+                3,
+            ),
+            block,
+        ];
+        let (root, _) = choose(findings, &[]);
+        assert_eq!(root.rule.as_deref(), Some("line"));
+        assert_eq!(root.rank, Some(1));
+    }
+}

@@ -10,6 +10,7 @@ pub fn load_rules(args: &RuleArgs) -> Option<RuleSet> {
     let sources = RuleSources {
         builtin: !args.no_builtin_rules,
         dirs: args.rules.clone(),
+        builtin_names: true,
     };
     match RuleSet::load(&sources) {
         Ok(set) => Some(set),

@@ -94,12 +94,30 @@ fn peek(mut r: Box<dyn Read + Send>, n: usize) -> io::Result<(Vec<u8>, Box<dyn R
             Ok(0) => break,
             Ok(k) => filled += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) if filled == 0 => return Err(e),
+            Err(e) => {
+                // Keep what was read; the error comes after it.
+                head.truncate(filled);
+                let again = Cursor::new(head.clone()).chain(Failed(Some(e)));
+                return Ok((head, Box::new(again)));
+            }
         }
     }
     head.truncate(filled);
     let again = Cursor::new(head.clone()).chain(r);
     Ok((head, Box::new(again)))
+}
+
+/// A reader that fails once with the error it holds, then ends.
+struct Failed(Option<io::Error>);
+
+impl Read for Failed {
+    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+        match self.0.take() {
+            Some(e) => Err(e),
+            None => Ok(0),
+        }
+    }
 }
 
 /// Tells what content is from its first bytes.

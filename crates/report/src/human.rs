@@ -136,11 +136,13 @@ fn human_bytes(n: u64) -> String {
 }
 
 /// Word-wraps `text` at `width` columns, the first line after `first`, the
-/// others after `rest`. Words longer than a line are left whole.
+/// others after `rest`. A word longer than a whole line is split, after a
+/// `,`, `/` or `=` where it can be.
 fn wrap_into(out: &mut String, text: &str, first: &str, rest: &str, width: usize) {
+    let room = width.saturating_sub(rest.chars().count()).max(10);
     let mut line = String::from(first);
     let mut empty = true;
-    for word in text.split_whitespace() {
+    for word in text.split_whitespace().flat_map(|w| split_long(w, room)) {
         if !empty && line.chars().count() + 1 + word.chars().count() > width {
             out.push_str(line.trim_end());
             out.push('\n');
@@ -155,6 +157,24 @@ fn wrap_into(out: &mut String, text: &str, first: &str, rest: &str, width: usize
     }
     out.push_str(line.trim_end());
     out.push('\n');
+}
+
+/// Pieces of `word` of at most `max` characters.
+fn split_long(word: &str, max: usize) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut rest = word;
+    while rest.chars().count() > max {
+        let hard = rest.char_indices().nth(max).map_or(rest.len(), |(i, _)| i);
+        let cut = rest[..hard]
+            .rfind([',', '/', '='])
+            .map(|i| i + 1)
+            .filter(|&i| i > max / 3)
+            .unwrap_or(hard);
+        pieces.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    pieces.push(rest);
+    pieces
 }
 
 /// ANSI styling, or none.
@@ -245,9 +265,10 @@ impl Diagnostic for FindingDiagnostic<'_> {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let snippet = self.snippet.as_ref()?;
-        let label = self.finding.category.as_str().to_owned();
+        // No label text: the category heads the report, and a label placed
+        // under a long match could run past 80 columns.
         Some(Box::new(std::iter::once(
-            LabeledSpan::new_primary_with_span(Some(label), snippet.span),
+            LabeledSpan::new_primary_with_span(None, snippet.span),
         )))
     }
 }
@@ -261,6 +282,13 @@ mod tests {
         let mut out = String::new();
         wrap_into(&mut out, "aaa bbb ccc ddd", "> ", "  ", 9);
         assert_eq!(out, "> aaa bbb\n  ccc ddd\n");
+    }
+
+    #[test]
+    fn long_words_are_split_at_punctuation() {
+        let mut out = String::new();
+        wrap_into(&mut out, "set A=aaaa,bbbb,cccc now", "", "", 12);
+        assert_eq!(out, "set\nA=aaaa,bbbb,\ncccc now\n");
     }
 
     #[test]

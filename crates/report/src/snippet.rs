@@ -13,6 +13,10 @@ pub(crate) struct Snippet {
     first_line: usize,
     /// Where the evidence's match sits in `text`.
     pub(crate) span: SourceSpan,
+    /// Bytes of the evidence line cut from its start, and the bytes of the
+    /// `…` shown instead: columns are corrected by both so that they count
+    /// in the real line.
+    column_shift: (usize, usize),
 }
 
 impl Snippet {
@@ -56,6 +60,7 @@ impl Snippet {
             text,
             first_line,
             span: SourceSpan::from(start + shown_from..start + shown_to),
+            column_shift: (byte_start, prefix),
         }
     }
 }
@@ -97,7 +102,7 @@ impl SourceCode for Snippet {
             inner.data(),
             *inner.span(),
             inner.line() + self.first_line,
-            inner.column(),
+            (inner.column() + self.column_shift.0).saturating_sub(self.column_shift.1),
             inner.line_count(),
         )))
     }

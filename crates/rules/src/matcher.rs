@@ -8,7 +8,7 @@
 
 use crate::rule::Rule;
 use crate::set::RuleSet;
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::Regex;
 
 /// One line as the matcher sees it.
@@ -78,6 +78,7 @@ impl Prefilter {
         }
         let automaton = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
+            .kind(Some(AhoCorasickKind::DFA))
             .match_kind(MatchKind::Standard)
             .build(&literals)
             .ok();
@@ -225,11 +226,17 @@ impl<'s> Scanner<'s> {
         if anchored.len() < 2 {
             return;
         }
+        // Only matches complete on this line suppress others: a window
+        // that may never complete must not hide another rule's match.
         let rules = self.set.rules();
-        let ids: Vec<usize> = anchored.iter().map(|a| a.0).collect();
-        let any_specific = ids.iter().any(|&r| !rules[r].fallback);
+        let complete: Vec<usize> = anchored
+            .iter()
+            .filter(|a| a.2.is_empty())
+            .map(|a| a.0)
+            .collect();
+        let any_specific = complete.iter().any(|&r| !rules[r].fallback);
         anchored.retain(|(r, _, _)| {
-            let superseded = ids
+            let superseded = complete
                 .iter()
                 .any(|&o| o != *r && self.set.supersedes[o].contains(r));
             !(superseded || (rules[*r].fallback && any_specific))
@@ -304,5 +311,123 @@ fn matched_line(line: &Line<'_>, span: (usize, usize)) -> MatchedLine {
         offset: line.offset,
         text: line.shown.to_owned(),
         span: suffix.then_some((span.0 + shift, span.1 + shift)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rule::parse_rule;
+
+    fn rule(id: &str, body: &str) -> Rule {
+        let text = format!(
+            "id = \"{id}\"\ntitle = \"t\"\ncategory = \"python-error\"\nseverity = \"error\"\n{body}\n\
+             [[examples]]\nfires = true\ninput = \"x\"\n[[examples]]\nfires = false\ninput = \"y\"\n"
+        );
+        parse_rule("t.toml", id, &text).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    /// (rule id, anchor line, captures) of every match.
+    type Found = (String, u64, Captures);
+
+    fn scan(set: &RuleSet, text: &str) -> Vec<Found> {
+        let mut scanner = Scanner::new(set);
+        let mut out = Vec::new();
+        for (i, t) in text.lines().enumerate() {
+            let line = Line {
+                number: i as u64 + 1,
+                offset: 0,
+                text: t,
+                shown: t,
+                rank: None,
+            };
+            scanner.feed(&line, &mut out);
+        }
+        out.into_iter()
+            .map(|m| {
+                (
+                    set.rules()[m.rule].id.clone(),
+                    m.lines[0].number,
+                    m.captures,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn literals_gate_regexes_case_insensitively() {
+        let set = RuleSet::new(vec![rule(
+            "boom",
+            "message = \"m\"\n[match]\nliterals = [\"BOOM\"]\nany = ['(?i)boom (?P<x>\\d+)']",
+        )])
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let got = scan(&set, "quiet\nboom 7\nBoom 8");
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].2, vec![("x".to_owned(), "7".to_owned())]);
+        assert!(set_is_quiet(&set, "nothing here"));
+    }
+
+    fn set_is_quiet(set: &RuleSet, text: &str) -> bool {
+        Scanner::new(set).is_quiet(text)
+    }
+
+    #[test]
+    fn windows_complete_on_later_lines_and_expire() {
+        let set = RuleSet::new(vec![rule(
+            "block",
+            "message = \"m\"\n[match]\nliterals = [\"Root Cause\"]\nany = ['Root Cause']\n\
+             all = ['rank\\s*:\\s*(?P<rank>\\d+)', 'exitcode\\s*:\\s*(?P<code>-?\\d+)']\nwindow = 3",
+        )])
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let got = scan(&set, "Root Cause\n[0]:\n  rank : 1\n  exitcode : -9\n");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].1, 1);
+        assert_eq!(
+            got[0].2,
+            vec![
+                ("rank".to_owned(), "1".to_owned()),
+                ("code".to_owned(), "-9".to_owned())
+            ]
+        );
+        let expired = scan(&set, "Root Cause\na\nb\nc\n  rank : 1\n  exitcode : -9\n");
+        assert!(expired.is_empty());
+    }
+
+    #[test]
+    fn supersedes_and_fallback_drop_weaker_matches_on_the_same_line() {
+        let generic = rule(
+            "generic",
+            "message = \"m\"\nfallback = true\n[match]\nliterals = [\"Error\"]\nany = ['\\w+Error']",
+        );
+        let wide = rule(
+            "wide",
+            "message = \"m\"\n[match]\nliterals = [\"CUDA\"]\nany = ['CUDA']",
+        );
+        let narrow = rule(
+            "narrow",
+            "message = \"m\"\nsupersedes = [\"wide\"]\n[match]\nliterals = [\"CUDA error\"]\nany = ['CUDA error']",
+        );
+        let set = RuleSet::new(vec![generic, wide, narrow]).unwrap_or_else(|e| panic!("{e:?}"));
+        let ids: Vec<String> = scan(&set, "RuntimeError: CUDA error: x\nValueError: y\nCUDA z")
+            .into_iter()
+            .map(|m| format!("{}@{}", m.0, m.1))
+            .collect();
+        assert_eq!(ids, ["narrow@1", "generic@2", "wide@3"]);
+    }
+
+    #[test]
+    fn an_unfinished_window_does_not_hide_another_rule() {
+        let generic = rule(
+            "generic",
+            "message = \"m\"\nfallback = true\n[match]\nliterals = [\"Error\"]\nany = ['\\w+Error']",
+        );
+        let windowed = rule(
+            "windowed",
+            "message = \"m\"\n[match]\nliterals = [\"Error\"]\nany = ['KeyError']\nall = ['never']\nwindow = 2",
+        );
+        let set = RuleSet::new(vec![generic, windowed]).unwrap_or_else(|e| panic!("{e:?}"));
+        let got = scan(&set, "KeyError: 'x'\n");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, "generic");
     }
 }

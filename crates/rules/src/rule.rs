@@ -167,21 +167,35 @@ pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleEr
         );
     }
 
-    let category = file.category.get_ref().parse::<Category>().map_err(|e| {
-        err(
-            RuleErrorKind::UnknownCategory,
-            file.category.span(),
-            e.to_string(),
-        )
-        .with_help(format!(
-            "use one of: {}",
-            Category::ALL
-                .iter()
-                .map(|c| c.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-    });
+    let category = file
+        .category
+        .get_ref()
+        .parse::<Category>()
+        .and_then(|c| {
+            if c == Category::Unknown {
+                Err(coroner_model::UnknownCategory(
+                    "unknown` is the answer when no rule matched, not a rule's category (`unknown"
+                        .to_owned(),
+                ))
+            } else {
+                Ok(c)
+            }
+        })
+        .map_err(|e| {
+            err(
+                RuleErrorKind::UnknownCategory,
+                file.category.span(),
+                e.to_string(),
+            )
+            .with_help(format!(
+                "use one of: {}",
+                Category::ALL
+                    .iter()
+                    .map(|c| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        });
     let severity = file.severity.get_ref().parse::<Severity>().map_err(|e| {
         err(
             RuleErrorKind::UnknownValue,

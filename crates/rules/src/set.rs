@@ -26,6 +26,9 @@ pub struct RuleSources {
     pub builtin: bool,
     /// Directories of user rule files (walked recursively for `*.toml`).
     pub dirs: Vec<std::path::PathBuf>,
+    /// Accept `supersedes` names of built-in rules even when the built-ins
+    /// are not loaded (to validate a directory on its own).
+    pub builtin_names: bool,
 }
 
 impl RuleSet {
@@ -49,7 +52,12 @@ impl RuleSet {
                 Err(mut e) => errors.append(&mut e),
             }
         }
-        match RuleSet::new(rules) {
+        let known: Vec<String> = if sources.builtin_names {
+            BUILTIN_RULES.iter().map(|(p, _)| stem_of(p)).collect()
+        } else {
+            Vec::new()
+        };
+        match RuleSet::with_known_names(rules, &known) {
             Ok(set) if errors.is_empty() => Ok(set),
             Ok(_) => Err(errors),
             Err(mut e) => {
@@ -62,6 +70,12 @@ impl RuleSet {
     /// Builds a set from parsed rules, rejecting duplicate ids and unknown
     /// `supersedes` references.
     pub fn new(rules: Vec<Rule>) -> Result<RuleSet, Vec<RuleError>> {
+        RuleSet::with_known_names(rules, &[])
+    }
+
+    /// Like [`RuleSet::new`], but a `supersedes` entry naming one of
+    /// `known` (rules defined elsewhere) is accepted and ignored.
+    fn with_known_names(rules: Vec<Rule>, known: &[String]) -> Result<RuleSet, Vec<RuleError>> {
         let mut errors = Vec::new();
         let mut index: HashMap<&str, usize> = HashMap::new();
         for (i, rule) in rules.iter().enumerate() {
@@ -86,6 +100,7 @@ impl RuleSet {
             for target in &rule.supersedes {
                 match index.get(target.as_str()) {
                     Some(&t) => targets.push(t),
+                    None if known.contains(target) => {}
                     None => errors.push(RuleError::new(
                         RuleErrorKind::UnknownRule,
                         &rule.source,
