@@ -209,15 +209,19 @@ impl Paint {
 struct FindingDiagnostic<'a> {
     finding: &'a Finding,
     snippet: Option<Snippet>,
+    width: usize,
 }
+
+/// Columns miette's line-number gutter takes.
+const GUTTER: usize = 8;
 
 impl<'a> FindingDiagnostic<'a> {
     fn new(finding: &'a Finding, width: usize) -> Self {
-        // The gutter (line numbers and bars) takes about 8 columns.
-        let cols = width.saturating_sub(8).max(20);
+        let cols = width.saturating_sub(GUTTER).max(20);
         FindingDiagnostic {
             finding,
             snippet: finding.evidence.first().map(|e| Snippet::new(e, cols)),
+            width,
         }
     }
 }
@@ -265,10 +269,11 @@ impl Diagnostic for FindingDiagnostic<'_> {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let snippet = self.snippet.as_ref()?;
-        // No label text: the category heads the report, and a label placed
-        // under a long match could run past 80 columns.
+        // The category labels the match when it fits beside the gutter.
+        let label = self.finding.category.as_str();
+        let fits = GUTTER + snippet.label_column + 4 + label.chars().count() <= self.width;
         Some(Box::new(std::iter::once(
-            LabeledSpan::new_primary_with_span(None, snippet.span),
+            LabeledSpan::new_primary_with_span(fits.then(|| label.to_owned()), snippet.span),
         )))
     }
 }

@@ -17,6 +17,9 @@ pub(crate) struct Snippet {
     /// `…` shown instead: columns are corrected by both so that they count
     /// in the real line.
     column_shift: (usize, usize),
+    /// Column (in characters) under the middle of the match, where miette
+    /// hangs a label.
+    pub(crate) label_column: usize,
 }
 
 impl Snippet {
@@ -61,6 +64,8 @@ impl Snippet {
             first_line,
             span: SourceSpan::from(start + shown_from..start + shown_to),
             column_shift: (byte_start, prefix),
+            label_column: shown[..shown_from].chars().count()
+                + shown[shown_from..shown_to].chars().count() / 2,
         }
     }
 }
