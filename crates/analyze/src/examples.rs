@@ -63,7 +63,7 @@ fn check(set: &RuleSet, id: &str, example: &ExampleSpec) -> Result<(), String> {
         errors: Vec::new(),
         notes: Vec::new(),
     };
-    let mut table = FindingTable::default();
+    let mut table = FindingTable::for_input(0);
     scan_text(
         &input,
         example.input.as_bytes(),

@@ -21,12 +21,13 @@ struct Entry {
     captures: Vec<(String, String)>,
 }
 
-/// Findings under construction, across all inputs of an incident.
+/// Findings under construction: one input's, or (merged) an incident's.
 #[derive(Debug, Default)]
 pub(crate) struct FindingTable {
     entries: Vec<Entry>,
     index: HashMap<(usize, Option<u32>), usize>,
-    inputs: usize,
+    /// Position of the input being scanned among the incident's inputs.
+    input: usize,
 }
 
 /// Where the first evidence of a new finding sits, so that the caller can
@@ -34,10 +35,33 @@ pub(crate) struct FindingTable {
 pub(crate) type EvidenceSlot = (usize, usize);
 
 impl FindingTable {
-    /// Starts a new input; positions recorded from now on sort after those
-    /// of earlier inputs.
-    pub(crate) fn next_input(&mut self) {
-        self.inputs += 1;
+    /// An empty table for the input at position `input`; its findings sort
+    /// after those of earlier inputs.
+    pub(crate) fn for_input(input: usize) -> Self {
+        FindingTable {
+            input,
+            ..FindingTable::default()
+        }
+    }
+
+    /// Adds the findings of a later input: matches of the same rule on the
+    /// same rank collapse into one finding.
+    pub(crate) fn merge(&mut self, other: FindingTable) {
+        for entry in other.entries {
+            let key = (entry.rule, entry.rank);
+            match self.index.get(&key) {
+                Some(&at) => {
+                    let mine = &mut self.entries[at];
+                    mine.count += entry.count;
+                    let room = MAX_EVIDENCE.saturating_sub(mine.evidence.len());
+                    mine.evidence.extend(entry.evidence.into_iter().take(room));
+                }
+                None => {
+                    self.index.insert(key, self.entries.len());
+                    self.entries.push(entry);
+                }
+            }
+        }
     }
 
     /// Records one match. Returns the slot of a new evidence entry, whose
@@ -70,7 +94,7 @@ impl FindingTable {
                         line: anchor.number,
                         byte_offset: anchor.offset,
                     },
-                    order: (self.inputs, anchor.number),
+                    order: (self.input, anchor.number),
                     evidence: Vec::new(),
                     captures: m.captures.clone(),
                 });

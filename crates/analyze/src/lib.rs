@@ -17,6 +17,8 @@ use coroner_model::{InputError, InputKind, InputSummary, Report, Stats, Tool, SC
 use coroner_rules::RuleSet;
 use findings::FindingTable;
 use scan::scan_text;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Analyses the inputs named by `paths` (files, directories, `-`) as one
@@ -29,8 +31,14 @@ pub fn analyze(paths: &[String], rules: &RuleSet) -> Report {
     for (path, why) in &discovery.errors {
         inputs.push(unreadable(path, why));
     }
-    for input in &discovery.inputs {
-        inputs.push(analyze_input(input, rules, &mut table));
+    let scanned = parallel_map(&discovery.inputs, |index, input| {
+        let mut own = FindingTable::for_input(index);
+        let summary = analyze_input(input, rules, &mut own);
+        (summary, own)
+    });
+    for (summary, own) in scanned {
+        inputs.push(summary);
+        table.merge(own);
     }
     for (path, why) in &discovery.skipped {
         inputs.push(InputSummary {
@@ -62,6 +70,35 @@ pub fn analyze(paths: &[String], rules: &RuleSet) -> Report {
         inputs,
         stats,
     }
+}
+
+/// `f` applied to every item, on as many threads as there are cores, with
+/// the results in item order.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len());
+    if threads <= 1 {
+        return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let result = f(i, item);
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(result);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .filter_map(|slot| slot.into_inner().ok().flatten())
+        .collect()
 }
 
 fn unreadable(path: &str, why: &str) -> InputSummary {

@@ -1,19 +1,29 @@
-//! Scanning one text input line by line.
+//! Scanning one text input.
+//!
+//! The fast path: the input is read in blocks of whole lines, and one
+//! Aho-Corasick search over the block ([`Scanner::next_candidate`]) jumps
+//! to the next line holding any rule's literal. The lines in between are
+//! only counted (a SIMD newline count), never copied, decoded or matched.
+//! A line is handled one at a time (cleaned of CR and colour codes,
+//! decoded, stripped of its rank prefix, fed to the rules) when it holds a
+//! literal, while a rule's window is open, while evidence still wants the
+//! lines after it, and in blocks holding ANSI escapes (which can split a
+//! literal).
 
 use crate::findings::{cap_chars, EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
-use coroner_ingest::{clean_line, LineReader, MAX_LINE};
+use coroner_ingest::{clean_line, Block, BlockReader, MAX_LINE};
 use coroner_logs::strip_rank_prefix;
 use coroner_model::{Context, InputError, InputSummary};
-use coroner_rules::{Line, RuleSet, Scanner};
+use coroner_rules::{Line, Match, RuleSet, Scanner};
 use std::collections::VecDeque;
-use std::io::BufRead;
+use std::io::Read;
 
 /// Lines of context shown before and after an evidence line.
 const CONTEXT_LINES: usize = 2;
 /// Recent lines remembered for context (covers rule windows).
 const RECENT_LINES: usize = 32;
 
-/// The last few lines, for the context of evidence found later.
+/// The last lines handled, for the context of evidence found later.
 #[derive(Debug, Default)]
 struct Recent {
     lines: VecDeque<(u64, String)>,
@@ -21,6 +31,9 @@ struct Recent {
 
 impl Recent {
     fn push(&mut self, number: u64, text: &str) {
+        if self.lines.back().is_some_and(|(n, _)| *n >= number) {
+            return;
+        }
         let mut slot = if self.lines.len() >= RECENT_LINES {
             self.lines.pop_front().map(|(_, s)| s).unwrap_or_default()
         } else {
@@ -48,45 +61,141 @@ impl Recent {
     }
 }
 
-/// Scans the lines of one text input into `table`, filling `summary`'s
-/// byte and line counts and recording a read error with its offset.
+/// The state of one input's scan.
+struct TextScan<'a> {
+    input: &'a str,
+    input_rank: Option<u32>,
+    scanner: Scanner<'a>,
+    table: &'a mut FindingTable,
+    recent: Recent,
+    open_after: Vec<EvidenceSlot>,
+    cleaned: Vec<u8>,
+    matches: Vec<Match>,
+    line: u64,
+    truncated: u64,
+}
+
+/// Scans one text input into `table`, filling `summary`'s byte and line
+/// counts and recording a read error with its offset.
 pub(crate) fn scan_text(
     input: &coroner_ingest::Input,
-    reader: impl BufRead,
+    reader: impl Read,
     rules: &RuleSet,
     table: &mut FindingTable,
     summary: &mut InputSummary,
 ) {
-    table.next_input();
-    let mut lines = LineReader::new(reader);
-    let mut scanner = Scanner::new(rules);
-    let mut cleaned = Vec::new();
-    let mut matches = Vec::new();
-    let mut recent = Recent::default();
-    let mut open_after: Vec<EvidenceSlot> = Vec::new();
-    let mut truncated = 0u64;
+    let mut blocks = BlockReader::new(reader);
+    let mut scan = TextScan {
+        input: &input.display,
+        input_rank: input.rank,
+        scanner: Scanner::new(rules),
+        table,
+        recent: Recent::default(),
+        open_after: Vec::new(),
+        cleaned: Vec::new(),
+        matches: Vec::new(),
+        line: 0,
+        truncated: 0,
+    };
     loop {
-        let raw = match lines.next_line() {
-            Ok(Some(raw)) => raw,
+        match blocks.next_block() {
             Ok(None) => break,
+            Ok(Some(Block::Lines { bytes, offset })) => scan.block(bytes, offset),
+            Ok(Some(Block::LongLine { head, offset })) => scan.handle_line(head, offset, true),
             Err(e) => {
                 summary.errors.push(InputError {
                     message: format!("read failed: {e}; the input was analysed up to here"),
-                    offset: Some(lines.offset()),
+                    offset: Some(blocks.offset()),
                 });
                 break;
             }
-        };
-        if raw.truncated {
-            truncated += 1;
         }
-        let (number, offset) = (raw.number, raw.offset);
-        let text = String::from_utf8_lossy(clean_line(raw.bytes, &mut cleaned));
-        open_after.retain(|&slot| table.add_after(slot, &text, CONTEXT_LINES));
-        recent.push(number, &text);
+    }
+    scan.scanner.finish();
+    summary.bytes = blocks.offset();
+    summary.lines = scan.line;
+    if scan.truncated > 0 {
+        summary.notes.push(format!(
+            "{} line(s) longer than {} MiB were truncated for matching",
+            scan.truncated,
+            MAX_LINE >> 20
+        ));
+    }
+}
+
+impl TextScan<'_> {
+    /// Scans a block of whole lines starting at input offset `offset`.
+    fn block(&mut self, bytes: &[u8], offset: u64) {
+        let escapes = memchr::memchr(0x1b, bytes).is_some();
+        let mut pos = 0;
+        while pos < bytes.len() {
+            if escapes || self.scanner.has_pending() || !self.open_after.is_empty() {
+                let end = line_end(bytes, pos);
+                self.handle_line(&bytes[pos..end], offset + pos as u64, false);
+                pos = end + 1;
+                continue;
+            }
+            let Some(hit) = self.scanner.next_candidate(&bytes[pos..]) else {
+                self.skip(&bytes[pos..]);
+                return;
+            };
+            let at = pos + hit;
+            let start = memchr::memrchr(b'\n', &bytes[pos..at]).map_or(pos, |i| pos + i + 1);
+            self.skip(&bytes[pos..start]);
+            let end = line_end(bytes, at);
+            self.handle_line(&bytes[start..end], offset + start as u64, false);
+            pos = end + 1;
+        }
+    }
+
+    /// Counts the lines of `region` (whole lines) without matching them,
+    /// remembering the last few for context.
+    fn skip(&mut self, region: &[u8]) {
+        if region.is_empty() {
+            return;
+        }
+        let newlines = bytecount::count(region, b'\n') as u64;
+        let unterminated = u64::from(region.last() != Some(&b'\n'));
+        let count = newlines + unterminated;
+        // The last CONTEXT_LINES lines of the region, newest first.
+        let mut tail: Vec<&[u8]> = Vec::with_capacity(CONTEXT_LINES);
+        let mut end = region.len() - usize::from(unterminated == 0);
+        while tail.len() < CONTEXT_LINES && (tail.len() as u64) < count {
+            let start = memchr::memrchr(b'\n', &region[..end]).map_or(0, |i| i + 1);
+            tail.push(&region[start..end]);
+            if start == 0 {
+                break;
+            }
+            end = start - 1;
+        }
+        self.line += count;
+        for (back, raw) in tail.iter().enumerate().rev() {
+            let text = String::from_utf8_lossy(clean_line(raw, &mut self.cleaned)).into_owned();
+            self.recent.push(self.line - back as u64, &text);
+        }
+    }
+
+    /// Handles one line: cleans, decodes, matches and records it.
+    fn handle_line(&mut self, raw: &[u8], offset: u64, truncated: bool) {
+        self.line += 1;
+        let number = self.line;
+        let raw = if raw.len() > MAX_LINE {
+            self.truncated += 1;
+            &raw[..MAX_LINE]
+        } else {
+            if truncated {
+                self.truncated += 1;
+            }
+            raw
+        };
+        let text = String::from_utf8_lossy(clean_line(raw, &mut self.cleaned)).into_owned();
+        let table = &mut *self.table;
+        self.open_after
+            .retain(|&slot| table.add_after(slot, &text, CONTEXT_LINES));
+        self.recent.push(number, &text);
         let prefixed = strip_rank_prefix(&text);
-        if scanner.is_quiet(prefixed.rest) {
-            continue;
+        if self.scanner.is_quiet(prefixed.rest) {
+            return;
         }
         let line = Line {
             number,
@@ -95,24 +204,24 @@ pub(crate) fn scan_text(
             shown: &text,
             rank: prefixed.rank,
         };
-        scanner.feed(&line, &mut matches);
-        for m in matches.drain(..) {
+        self.scanner.feed(&line, &mut self.matches);
+        for m in self.matches.drain(..) {
             let anchor_line = m.lines.first().map_or(number, |l| l.number);
-            let slot = table.record(m, &input.display, input.rank, |n| recent.context(n));
+            let recent = &self.recent;
+            let slot = self
+                .table
+                .record(m, self.input, self.input_rank, |n| recent.context(n));
             if let Some(slot) = slot {
                 if anchor_line == number {
-                    open_after.push(slot);
+                    self.open_after.push(slot);
                 }
             }
         }
     }
-    scanner.finish();
-    summary.bytes = lines.offset();
-    summary.lines = lines.lines();
-    if truncated > 0 {
-        summary.notes.push(format!(
-            "{truncated} line(s) longer than {} MiB were truncated for matching",
-            MAX_LINE >> 20
-        ));
-    }
+}
+
+/// Index of the `\n` ending the line that holds `at`, or the end of
+/// `bytes`.
+fn line_end(bytes: &[u8], at: usize) -> usize {
+    memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i)
 }

@@ -5,16 +5,17 @@
 //!   special files skipped with a note), `-` for standard input.
 //! - [`open`] decompresses by magic bytes (gzip, zstd, xz) and detects what
 //!   the content is ([`coroner_model::InputKind`]).
-//! - [`LineReader`] streams lines with bounded memory: a line longer than
-//!   [`MAX_LINE`] is truncated for matching, never buffered whole.
+//! - [`BlockReader`] streams blocks of whole lines with bounded memory: a
+//!   line longer than the read buffer is cut to [`MAX_LINE`] bytes, never
+//!   buffered whole.
 //! - [`clean_line`] removes what terminals add (CR, ANSI colour codes).
 
+mod blocks;
 mod clean;
 mod discover;
-mod lines;
 mod open;
 
+pub use blocks::{Block, BlockReader, BLOCK_LEN, MAX_LINE};
 pub use clean::clean_line;
 pub use discover::{discover, rank_from_path, Discovery, Input, InputSource};
-pub use lines::{LineReader, RawLine, MAX_LINE};
 pub use open::{detect_kind, open, Compression, Opened};

@@ -1,12 +1,10 @@
 use crate::discover::{Input, InputSource};
 use coroner_model::InputKind;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Cursor, Read};
+use std::io::{self, Cursor, Read};
 
 /// Bytes looked at to tell what an input is.
 const SNIFF_LEN: usize = 8 * 1024;
-/// Read buffer size for files and decompressors.
-const BUF_LEN: usize = 256 * 1024;
 
 /// A compression format, recognised by its magic bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +43,7 @@ impl Compression {
 /// An input opened for reading: decompressed, with its kind detected.
 pub struct Opened {
     /// The (decompressed) content, from the first byte.
-    pub reader: Box<dyn BufRead + Send>,
+    pub reader: Box<dyn Read + Send>,
     /// How it was compressed.
     pub compression: Option<Compression>,
     /// What the content is.
@@ -78,7 +76,7 @@ pub fn open(input: &Input) -> io::Result<Opened> {
     };
     let (head, reader) = peek(decoded, SNIFF_LEN)?;
     Ok(Opened {
-        reader: Box::new(BufReader::with_capacity(BUF_LEN, reader)),
+        reader,
         compression,
         kind: detect_kind(&head),
     })

@@ -47,6 +47,7 @@ pub struct Rule {
 #[derive(Debug, Clone)]
 pub(crate) struct Pattern {
     pub literals: Vec<String>,
+    pub literals_match_case: bool,
     pub any: Vec<Regex>,
     pub all: Vec<Regex>,
     pub not: Vec<Regex>,
@@ -335,6 +336,7 @@ pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleEr
         examples: file.examples,
         pattern: Pattern {
             literals,
+            literals_match_case: spec.literals_match_case,
             any,
             all,
             not,

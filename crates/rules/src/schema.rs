@@ -38,8 +38,11 @@ pub struct RuleFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MatchSpec {
-    /// Case-insensitive literals; a line is tried only if it holds one.
+    /// Literals; a line is tried only if it holds one.
     pub literals: Spanned<Vec<String>>,
+    /// Match the literals exactly rather than ignoring ASCII case.
+    #[serde(default)]
+    pub literals_match_case: bool,
     /// At least one of these must match the anchor line.
     #[serde(default)]
     pub any: Vec<Spanned<String>>,
