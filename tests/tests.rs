@@ -3,5 +3,6 @@
 
 mod cli;
 mod fixtures;
+mod knowledge;
 mod rules;
 mod util;

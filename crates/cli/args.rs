@@ -17,6 +17,24 @@ pub enum Command {
     /// List, show, test and validate rules.
     #[command(subcommand)]
     Rules(RulesCommand),
+    /// Explain a CUDA error code, an Xid, an NCCL, cuBLAS or cuDNN status,
+    /// an error message, or a rule, offline.
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// What to explain: `700`, `CUDA_ERROR_ILLEGAL_ADDRESS`,
+    /// `cudaErrorIllegalAddress`, "an illegal memory access was
+    /// encountered", `xid 79`, `ncclSystemError`,
+    /// `CUBLAS_STATUS_NOT_INITIALIZED`, a rule id.
+    #[arg(required = true, num_args = 1.., value_name = "THING")]
+    pub thing: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+    #[command(flatten)]
+    pub rule_args: RuleArgs,
 }
 
 /// Where rules come from.

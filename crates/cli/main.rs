@@ -14,6 +14,7 @@ fn main() -> std::process::ExitCode {
     let code = match cli.command {
         args::Command::Analyze(a) => commands::analyze::run(&a),
         args::Command::Rules(r) => commands::rules::run(&r),
+        args::Command::Explain(e) => commands::explain::run(&e),
     };
     code.into()
 }

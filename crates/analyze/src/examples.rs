@@ -8,7 +8,7 @@
 use crate::findings::FindingTable;
 use crate::scan::scan_text;
 use coroner_ingest::{Input, InputSource};
-use coroner_model::{InputKind, InputSummary};
+use coroner_model::{Finding, InputKind, InputSummary};
 use coroner_rules::{ExampleSpec, RuleSet};
 
 /// The result of one example.
@@ -46,7 +46,8 @@ pub fn check_examples(
     outcomes
 }
 
-fn check(set: &RuleSet, id: &str, example: &ExampleSpec) -> Result<(), String> {
+/// The findings of `text` scanned as one input with `set`.
+pub fn findings_in_text(set: &RuleSet, text: &str) -> Vec<Finding> {
     let input = Input {
         display: "example".to_owned(),
         source: InputSource::Stdin,
@@ -64,15 +65,12 @@ fn check(set: &RuleSet, id: &str, example: &ExampleSpec) -> Result<(), String> {
         notes: Vec::new(),
     };
     let mut table = FindingTable::for_input(0);
-    scan_text(
-        &input,
-        example.input.as_bytes(),
-        set,
-        &mut table,
-        &mut summary,
-    );
-    let findings: Vec<_> = table
-        .into_findings(set)
+    scan_text(&input, text.as_bytes(), set, &mut table, &mut summary);
+    table.into_findings(set)
+}
+
+fn check(set: &RuleSet, id: &str, example: &ExampleSpec) -> Result<(), String> {
+    let findings: Vec<Finding> = findings_in_text(set, &example.input)
         .into_iter()
         .filter(|f| f.rule == id)
         .collect();

@@ -1,4 +1,5 @@
 pub mod analyze;
+pub mod explain;
 pub mod rules;
 
 use crate::args::RuleArgs;

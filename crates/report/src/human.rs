@@ -138,7 +138,7 @@ fn human_bytes(n: u64) -> String {
 /// Word-wraps `text` at `width` columns, the first line after `first`, the
 /// others after `rest`. A word longer than a whole line is split, after a
 /// `,`, `/` or `=` where it can be.
-fn wrap_into(out: &mut String, text: &str, first: &str, rest: &str, width: usize) {
+pub(crate) fn wrap_into(out: &mut String, text: &str, first: &str, rest: &str, width: usize) {
     let room = width.saturating_sub(rest.chars().count()).max(10);
     let mut line = String::from(first);
     let mut empty = true;

@@ -6,8 +6,10 @@
 //!   collapsed with counts, then what to do.
 //! - [`diagnostic`] renders any miette diagnostic (rule-file errors) with
 //!   the same theme.
+//! - [`explain`] renders the answers of `coroner explain`.
 
 pub mod diagnostic;
+pub mod explain;
 pub mod human;
 pub mod json;
 mod snippet;

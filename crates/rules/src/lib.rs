@@ -14,6 +14,7 @@
 
 mod error;
 mod matcher;
+mod prefilter;
 mod rule;
 mod schema;
 mod set;

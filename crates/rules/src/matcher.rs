@@ -8,7 +8,6 @@
 
 use crate::rule::Rule;
 use crate::set::RuleSet;
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::Regex;
 
 /// One line as the matcher sees it.
@@ -52,100 +51,6 @@ pub struct Match {
     pub line_rank: Option<u32>,
 }
 
-/// The literal prefilter of a rule set: one Aho-Corasick automaton for
-/// the literals matched ignoring ASCII case, one for those matched exactly.
-#[derive(Debug)]
-pub(crate) struct Prefilter {
-    groups: Vec<LiteralGroup>,
-}
-
-/// Literals searched with one automaton.
-#[derive(Debug)]
-struct LiteralGroup {
-    automaton: AhoCorasick,
-    /// For each literal pattern id, the rules that listed it.
-    owners: Vec<Vec<usize>>,
-}
-
-impl LiteralGroup {
-    fn new(rules: &[Rule], exact: bool) -> Option<LiteralGroup> {
-        let mut literals: Vec<String> = Vec::new();
-        let mut owners: Vec<Vec<usize>> = Vec::new();
-        for (i, rule) in rules.iter().enumerate() {
-            if rule.pattern.literals_match_case != exact {
-                continue;
-            }
-            for lit in rule.literals() {
-                let lit = if exact {
-                    lit.clone()
-                } else {
-                    lit.to_ascii_lowercase()
-                };
-                match literals.iter().position(|l| *l == lit) {
-                    Some(p) => owners[p].push(i),
-                    None => {
-                        literals.push(lit);
-                        owners.push(vec![i]);
-                    }
-                }
-            }
-        }
-        if literals.is_empty() {
-            return None;
-        }
-        let automaton = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(!exact)
-            .kind(Some(AhoCorasickKind::DFA))
-            .match_kind(MatchKind::Standard)
-            .build(&literals)
-            .ok()?;
-        Some(LiteralGroup { automaton, owners })
-    }
-}
-
-impl Prefilter {
-    pub(crate) fn new(rules: &[Rule]) -> Prefilter {
-        let groups = [false, true]
-            .into_iter()
-            .filter_map(|exact| LiteralGroup::new(rules, exact))
-            .collect();
-        Prefilter { groups }
-    }
-
-    /// Lists in `list` (sorted) every rule one of whose literals occurs in
-    /// `text`; `hit` is scratch space, all false on entry and exit.
-    fn candidates(&self, text: &str, hit: &mut [bool], list: &mut Vec<usize>) {
-        list.clear();
-        for group in &self.groups {
-            for m in group.automaton.find_overlapping_iter(text) {
-                for &r in &group.owners[m.pattern().as_usize()] {
-                    if !hit[r] {
-                        hit[r] = true;
-                        list.push(r);
-                    }
-                }
-            }
-        }
-        for &r in list.iter() {
-            hit[r] = false;
-        }
-        list.sort_unstable();
-    }
-
-    /// Whether any literal occurs in `text`.
-    fn any(&self, text: &[u8]) -> bool {
-        self.groups.iter().any(|g| g.automaton.is_match(text))
-    }
-
-    /// Offset of the first literal occurrence in `haystack`.
-    fn first(&self, haystack: &[u8]) -> Option<usize> {
-        self.groups
-            .iter()
-            .filter_map(|g| g.automaton.find(haystack).map(|m| m.start()))
-            .min()
-    }
-}
-
 /// Pending windowed match.
 #[derive(Debug)]
 struct Pending {
@@ -186,8 +91,8 @@ impl<'s> Scanner<'s> {
     }
 
     /// Offset in `haystack` (any number of lines) of the first occurrence
-    /// of any rule's literal. Lines before it cannot
-    /// match any rule, unless a window is open ([`Scanner::has_pending`]).
+    /// of any rule's literal. Lines before it cannot match any rule, unless
+    /// a window is open ([`Scanner::has_pending`]).
     pub fn next_candidate(&self, haystack: &[u8]) -> Option<usize> {
         self.set.prefilter.first(haystack)
     }

@@ -2,7 +2,7 @@
 //! directories, checked together.
 
 use crate::error::{RuleError, RuleErrorKind};
-use crate::matcher::Prefilter;
+use crate::prefilter::Prefilter;
 use crate::rule::{parse_rule, Rule};
 use std::collections::HashMap;
 use std::path::Path;

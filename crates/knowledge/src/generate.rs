@@ -1,0 +1,337 @@
+//! Rule files generated from the tables, so that every CUDA code and every
+//! Xid is recognised in a log without writing one rule per code.
+//!
+//! One rule per category: `cuda-error-<category>` matches the runtime and
+//! driver names, `CUDA error: <message>` and `CUDA error <number>` forms
+//! (and, for distinctive messages, the bare message) of every code of that
+//! category; `xid-<category>` matches `NVRM: Xid (PCI:...): <code>` kernel
+//! lines. The CUDA rules are fallbacks: a hand-written rule that matches
+//! the same line wins. Examples use the driver's own names and messages;
+//! lines that hand-written rules already recognise are left out (the
+//! caller says which).
+
+use crate::entry::{Entry, EntryKind};
+use crate::tables::Knowledge;
+use coroner_model::{Category, Severity};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// A rule file to write under `rules/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratedRule {
+    /// Path relative to the repository root.
+    pub path: String,
+    /// The file's contents.
+    pub text: String,
+}
+
+/// Messages at least this long, naming no generic condition, are matched
+/// even without a `CUDA error` prefix.
+const DISTINCTIVE_MESSAGE: usize = 30;
+
+/// The generated rule files. `recognised(line)` tells whether a line is
+/// already recognised by another rule; such lines are not used as firing
+/// examples.
+pub fn generated_rules(k: &Knowledge, recognised: &dyn Fn(&str) -> bool) -> Vec<GeneratedRule> {
+    let mut out = Vec::new();
+    for ((category, severity), codes) in group(
+        k.of_kind(EntryKind::CudaError)
+            .filter(|e| e.severity > Severity::Info),
+    ) {
+        if let Some(rule) = cuda_rule(category, severity, &codes, recognised) {
+            out.push(rule);
+        }
+    }
+    for ((category, severity), xids) in group(k.of_kind(EntryKind::Xid)) {
+        out.push(xid_rule(category, severity, &xids));
+    }
+    out
+}
+
+/// Entries by category and severity, so that each rule has the severity
+/// of every code it matches.
+fn group<'a>(
+    entries: impl Iterator<Item = &'a Entry>,
+) -> BTreeMap<(Category, Severity), Vec<&'a Entry>> {
+    let mut groups: BTreeMap<(Category, Severity), Vec<&Entry>> = BTreeMap::new();
+    for e in entries {
+        groups.entry((e.category, e.severity)).or_default().push(e);
+    }
+    for list in groups.values_mut() {
+        // Sticky before not, then by number.
+        list.sort_by_key(|e| (!e.sticky.unwrap_or(false), e.code));
+    }
+    groups
+}
+
+/// `<prefix>-<category>`, with `-<severity>` unless the severity is error.
+fn rule_id(prefix: &str, category: Category, severity: Severity) -> String {
+    let category = category.as_str().trim_start_matches("xid-");
+    match severity {
+        Severity::Error => format!("{prefix}-{category}"),
+        other => format!("{prefix}-{category}-{other}"),
+    }
+}
+
+fn cuda_rule(
+    category: Category,
+    severity: Severity,
+    codes: &[&Entry],
+    recognised: &dyn Fn(&str) -> bool,
+) -> Option<GeneratedRule> {
+    let mut examples = Vec::new();
+    for e in codes {
+        let (Some(message), Some(name)) = (&e.message, e.names.first()) else {
+            continue;
+        };
+        let code = e.code.unwrap_or_default().to_string();
+        for (line, what) in [
+            (format!("{name}: {message}"), name.clone()),
+            (
+                format!("torch.AcceleratorError: CUDA error: {message}"),
+                message.clone(),
+            ),
+            (format!("CUDA error {code}"), code),
+        ] {
+            if examples.len() < 2 && !recognised(&line) {
+                examples.push((line, what));
+            }
+        }
+    }
+    if examples.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = codes
+        .iter()
+        .flat_map(|e| e.names.iter().map(String::as_str))
+        .collect();
+    let messages: Vec<&str> = unique(codes.iter().filter_map(|e| e.message.as_deref()));
+    let numbers: Vec<String> = codes
+        .iter()
+        .filter_map(|e| e.code)
+        .map(|c| c.to_string())
+        .collect();
+    let distinctive: Vec<&str> = messages
+        .iter()
+        .copied()
+        .filter(|m| m.len() >= DISTINCTIVE_MESSAGE)
+        .collect();
+    let mut any = vec![
+        format!(r"\b(?P<what>{})\b", alternation(&names)),
+        format!(
+            r"(?i:CUDA (?:error|failure)s?):? +(?P<what>{})",
+            alternation(&messages)
+        ),
+        format!(
+            r"(?i:\bCUDA (?:runtime |driver )?error(?: code)?) *[:=(]? *(?P<what>{})\b",
+            numbers.join("|")
+        ),
+    ];
+    if !distinctive.is_empty() {
+        any.push(format!("(?P<what>{})", alternation(&distinctive)));
+    }
+    let mut literals = vec![
+        "cudaError".to_owned(),
+        "CUDA_ERROR_".to_owned(),
+        "CUDA error".to_owned(),
+        "CUDA failure".to_owned(),
+        "CUDA runtime error".to_owned(),
+        "CUDA driver error".to_owned(),
+    ];
+    literals.extend(distinctive.iter().map(|m| (*m).to_owned()));
+    let canonical = codes[0];
+    let mut remediation = vec![
+        "Look the exact code up with `coroner explain <name or number>`: it says what the code means, whether it is sticky (then every later CUDA call in the process fails with it too, so the first CUDA error in the log is the one to fix), its likely causes and the fixes.".to_owned(),
+        "CUDA reports kernel errors asynchronously: rerun with `CUDA_LAUNCH_BLOCKING=1` so the error is raised by the call that caused it, and the traceback points at the right line.".to_owned(),
+    ];
+    remediation.extend(canonical.fixes.iter().cloned());
+    let id = rule_id("cuda-error", category, severity);
+    let mut text = header("knowledge/cuda_error_table.tsv and knowledge/cuda-errors.toml");
+    field(&mut text, "id", &id);
+    field(
+        &mut text,
+        "title",
+        &format!("A CUDA call failed: {}", category.meaning()),
+    );
+    field(&mut text, "category", category.as_str());
+    field(&mut text, "severity", severity.as_str());
+    field(
+        &mut text,
+        "message",
+        &format!("CUDA reported {{what}}: {}", category.meaning()),
+    );
+    text.push_str("fallback = true\nsupersedes = [\"python-exception\"]\n");
+    list(&mut text, "remediation", &remediation);
+    list(
+        &mut text,
+        "references",
+        &unique(codes.iter().filter_map(|e| e.source.as_deref())),
+    );
+    text.push_str("\n[match]\n");
+    list(&mut text, "literals", &literals);
+    list(&mut text, "any", &any);
+    list(&mut text, "not", &["Search for `".to_owned()]);
+    for (line, what) in &examples {
+        text.push_str("\n[[examples]]\nfires = true\n");
+        field(&mut text, "input", line);
+        let _ = writeln!(text, "captures = {{ what = {} }}", quote(what));
+    }
+    text.push_str("\n[[examples]]\nfires = false\n");
+    field(
+        &mut text,
+        "input",
+        "Search for `cudaErrorAssert' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.",
+    );
+    Some(GeneratedRule {
+        path: format!("rules/cuda-codes/{id}.toml"),
+        text,
+    })
+}
+
+fn xid_rule(category: Category, severity: Severity, xids: &[&Entry]) -> GeneratedRule {
+    let canonical = xids[0];
+    let codes: Vec<String> = xids
+        .iter()
+        .filter_map(|e| e.code)
+        .map(|c| c.to_string())
+        .collect();
+    let id = rule_id("xid", category, severity);
+    let mut remediation = vec![format!(
+        "Look the Xid up with `coroner explain xid <code>`: it says what the Xid means, its likely cause (application, driver or hardware) and the immediate action."
+    )];
+    remediation.extend(canonical.fixes.iter().cloned());
+    remediation.push(
+        "Collect evidence before resetting anything: `nvidia-smi -q` (ECC, row remapping, retired pages), `nvidia-bug-report.sh`, and the kernel log around the Xid (`dmesg -T | grep -i -E \"NVRM|Xid\"`).".to_owned(),
+    );
+    let mut text = header("knowledge/xid.toml");
+    field(&mut text, "id", &id);
+    field(
+        &mut text,
+        "title",
+        &format!("The NVIDIA driver reported an Xid: {}", category.meaning()),
+    );
+    field(&mut text, "category", category.as_str());
+    field(&mut text, "severity", severity.as_str());
+    field(
+        &mut text,
+        "message",
+        &format!("Xid {{xid}} on GPU {{gpu}}: {}", category.meaning()),
+    );
+    list(&mut text, "remediation", &remediation);
+    list(
+        &mut text,
+        "references",
+        &unique(xids.iter().filter_map(|e| e.source.as_deref())),
+    );
+    text.push_str("\n[match]\n");
+    list(&mut text, "literals", &["NVRM: Xid".to_owned()]);
+    list(
+        &mut text,
+        "any",
+        &[format!(
+            r"NVRM: Xid \((?P<gpu>[^)]*)\): (?P<xid>{})\b",
+            codes.join("|")
+        )],
+    );
+    let example = |code: i64| {
+        format!("[ 8123.402617] NVRM: Xid (PCI:0000:01:00): {code}, pid=2096908, name=python3")
+    };
+    for e in xids.iter().take(2) {
+        let code = e.code.unwrap_or_default();
+        text.push_str("\n[[examples]]\nfires = true\n");
+        field(&mut text, "input", &example(code));
+        let _ = writeln!(
+            text,
+            "captures = {{ xid = \"{code}\", gpu = \"PCI:0000:01:00\" }}"
+        );
+    }
+    text.push_str("\n[[examples]]\nfires = false\n");
+    field(
+        &mut text,
+        "input",
+        "[    0.510817] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)",
+    );
+    GeneratedRule {
+        path: format!("rules/xid/{id}.toml"),
+        text,
+    }
+}
+
+fn header(from: &str) -> String {
+    format!(
+        "# Generated from {from} by the coroner-knowledge crate.\n\
+         # Edit the table, then regenerate: UPDATE_GENERATED=1 cargo test --test tests generated\n\n"
+    )
+}
+
+fn unique<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+fn alternation(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|s| regex_escape(s))
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A TOML string: a literal string when it can be one, else a basic one.
+fn quote(s: &str) -> String {
+    if !s.contains('\'') && !s.contains('\n') {
+        format!("'{s}'")
+    } else {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+}
+
+fn field(text: &mut String, key: &str, value: &str) {
+    let _ = writeln!(text, "{key} = {}", quote(value));
+}
+
+fn list<S: AsRef<str>>(text: &mut String, key: &str, items: &[S]) {
+    let _ = writeln!(text, "{key} = [");
+    for i in items {
+        let _ = writeln!(text, "  {},", quote(i.as_ref()));
+    }
+    text.push_str("]\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping() {
+        assert_eq!(regex_escape("a.b(c)"), r"a\.b\(c\)");
+        assert_eq!(quote("plain"), "'plain'");
+        assert_eq!(quote("it's"), "\"it's\"");
+    }
+}

@@ -1,0 +1,246 @@
+//! Loading the embedded tables into [`Entry`]s.
+
+use crate::entry::{Entry, EntryKind};
+use coroner_model::{Category, Severity};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+const CUDA_TABLE: &str = include_str!("../../../knowledge/cuda_error_table.tsv");
+const CUDA_NOTES: &str = include_str!("../../../knowledge/cuda-errors.toml");
+const XIDS: &str = include_str!("../../../knowledge/xid.toml");
+const NCCL: &str = include_str!("../../../knowledge/nccl-results.toml");
+const CUBLAS: &str = include_str!("../../../knowledge/cublas-status.toml");
+const CUDNN: &str = include_str!("../../../knowledge/cudnn-status.toml");
+
+/// Every table, loaded.
+#[derive(Debug, Clone)]
+pub struct Knowledge {
+    /// All entries, CUDA codes first (by number), then Xids, NCCL, cuBLAS
+    /// and cuDNN.
+    pub entries: Vec<Entry>,
+}
+
+#[derive(Deserialize)]
+struct CudaNotes {
+    code: Vec<CudaNote>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CudaNote {
+    code: i64,
+    category: Category,
+    severity: Severity,
+    sticky: bool,
+    summary: String,
+    #[serde(default)]
+    causes: Vec<String>,
+    #[serde(default)]
+    fixes: Vec<String>,
+    source: String,
+}
+
+#[derive(Deserialize)]
+struct Xids {
+    xid: Vec<XidRow>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct XidRow {
+    code: i64,
+    name: String,
+    category: Category,
+    severity: Severity,
+    causes: Vec<String>,
+    meaning: String,
+    action: String,
+    source: String,
+}
+
+#[derive(Deserialize)]
+struct Statuses {
+    #[serde(alias = "result")]
+    status: Vec<StatusRow>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatusRow {
+    code: i64,
+    name: String,
+    #[serde(default)]
+    legacy_code: Option<i64>,
+    #[serde(default)]
+    legacy_name: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+    category: Category,
+    severity: Severity,
+    meaning: String,
+    #[serde(default)]
+    causes: Vec<String>,
+    #[serde(default)]
+    fixes: Vec<String>,
+    source: String,
+}
+
+/// A table that does not parse, with its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableError(pub String);
+
+impl std::fmt::Display for TableError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TableError {}
+
+impl Knowledge {
+    /// The tables embedded in the binary.
+    pub fn builtin() -> Result<Knowledge, TableError> {
+        let mut entries = cuda_entries(CUDA_TABLE, CUDA_NOTES)?;
+        entries.extend(xid_entries(XIDS)?);
+        entries.extend(status_entries(
+            NCCL,
+            EntryKind::NcclResult,
+            "nccl-results.toml",
+        )?);
+        entries.extend(status_entries(
+            CUBLAS,
+            EntryKind::CublasStatus,
+            "cublas-status.toml",
+        )?);
+        entries.extend(status_entries(
+            CUDNN,
+            EntryKind::CudnnStatus,
+            "cudnn-status.toml",
+        )?);
+        Ok(Knowledge { entries })
+    }
+
+    /// Entries of one kind.
+    pub fn of_kind(&self, kind: EntryKind) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(move |e| e.kind == kind)
+    }
+}
+
+/// Joins the driver's table (names and messages) with the notes per code.
+pub(crate) fn cuda_entries(table: &str, notes: &str) -> Result<Vec<Entry>, TableError> {
+    let notes: CudaNotes = toml::from_str(notes)
+        .map_err(|e| TableError(format!("knowledge/cuda-errors.toml: {}", e.message())))?;
+    let notes: BTreeMap<i64, CudaNote> = notes.code.into_iter().map(|n| (n.code, n)).collect();
+    let mut rows: BTreeMap<i64, (Option<String>, Option<String>, String)> = BTreeMap::new();
+    for (n, line) in table.lines().enumerate() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split('\t').collect();
+        let (kind, code, name, message) = match fields.as_slice() {
+            [k, c, name, message] => (*k, *c, *name, *message),
+            _ => {
+                return Err(TableError(format!(
+                    "knowledge/cuda_error_table.tsv:{}: expected 4 tab-separated fields",
+                    n + 1
+                )))
+            }
+        };
+        let code: i64 = code.parse().map_err(|_| {
+            TableError(format!(
+                "knowledge/cuda_error_table.tsv:{}: bad code `{code}`",
+                n + 1
+            ))
+        })?;
+        let row = rows
+            .entry(code)
+            .or_insert_with(|| (None, None, message.to_owned()));
+        match kind {
+            "runtime" => row.0 = Some(name.to_owned()),
+            "driver" => row.1 = Some(name.to_owned()),
+            other => {
+                return Err(TableError(format!(
+                    "knowledge/cuda_error_table.tsv:{}: unknown kind `{other}`",
+                    n + 1
+                )))
+            }
+        }
+    }
+    rows.into_iter()
+        .map(|(code, (runtime, driver, message))| {
+            let note = notes.get(&code).ok_or_else(|| {
+                TableError(format!(
+                    "knowledge/cuda-errors.toml: no entry for CUDA code {code}"
+                ))
+            })?;
+            Ok(Entry {
+                kind: EntryKind::CudaError,
+                code: Some(code),
+                names: runtime.iter().chain(driver.iter()).cloned().collect(),
+                runtime_name: runtime,
+                driver_name: driver,
+                legacy_code: None,
+                message: Some(message),
+                category: note.category,
+                severity: note.severity,
+                sticky: Some(note.sticky),
+                summary: note.summary.clone(),
+                causes: note.causes.clone(),
+                fixes: note.fixes.clone(),
+                source: Some(note.source.clone()),
+            })
+        })
+        .collect()
+}
+
+fn xid_entries(text: &str) -> Result<Vec<Entry>, TableError> {
+    let xids: Xids = toml::from_str(text)
+        .map_err(|e| TableError(format!("knowledge/xid.toml: {}", e.message())))?;
+    Ok(xids
+        .xid
+        .into_iter()
+        .map(|x| Entry {
+            kind: EntryKind::Xid,
+            code: Some(x.code),
+            names: vec![format!("Xid {}", x.code)],
+            runtime_name: None,
+            driver_name: None,
+            legacy_code: None,
+            message: Some(x.name),
+            category: x.category,
+            severity: x.severity,
+            sticky: None,
+            summary: x.meaning,
+            causes: x.causes,
+            fixes: vec![x.action],
+            source: Some(x.source),
+        })
+        .collect())
+}
+
+fn status_entries(text: &str, kind: EntryKind, file: &str) -> Result<Vec<Entry>, TableError> {
+    let rows: Statuses = toml::from_str(text)
+        .map_err(|e| TableError(format!("knowledge/{file}: {}", e.message())))?;
+    Ok(rows
+        .status
+        .into_iter()
+        .map(|s| Entry {
+            kind,
+            code: Some(s.code),
+            names: std::iter::once(s.name)
+                .chain(s.legacy_name.filter(|n| !n.is_empty()))
+                .collect(),
+            runtime_name: None,
+            driver_name: None,
+            legacy_code: s.legacy_code,
+            message: s.message,
+            category: s.category,
+            severity: s.severity,
+            sticky: None,
+            summary: s.meaning,
+            causes: s.causes,
+            fixes: s.fixes,
+            source: Some(s.source),
+        })
+        .collect())
+}
