@@ -280,3 +280,82 @@ fn rules_list_and_show() {
     let out = run(&["rules", "show", "cuda-out-of"], None);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A large log crosses many read blocks: the lines between hits are only
+/// counted, so line numbers, counts and the failure at the very end are
+/// what this checks.
+#[test]
+fn a_large_log_keeps_line_numbers_counts_and_the_final_failure() {
+    let nccl = fixture_bytes("logs/nccl_info.log");
+    let nccl: Vec<&[u8]> = nccl
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let assertion = b"/pytorch/aten/src/ATen/native/cuda/Loss.cu:245: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.";
+    let mut log = Vec::new();
+    let mut assertion_lines = Vec::new();
+    let total = 300_000;
+    for n in 1..total {
+        if n % 7_919 == 0 {
+            log.extend_from_slice(assertion);
+            assertion_lines.push(n);
+        } else if n % 3 == 0 {
+            log.extend_from_slice(nccl[n % nccl.len()]);
+        } else {
+            log.extend_from_slice(
+                format!(
+                    "[rank{}]: step {n} | loss 2.{n:04} | lr 3.0e-04 | grad_norm 0.9",
+                    n % 8
+                )
+                .as_bytes(),
+            );
+        }
+        log.push(b'\n');
+    }
+    log.extend_from_slice(b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 4.98 GiB is free.\n");
+    assert!(
+        log.len() > 10 << 20,
+        "{} bytes: not enough to cross several blocks",
+        log.len()
+    );
+    let dir = Scratch::new("large");
+    std::fs::write(dir.path("big.log"), &log).unwrap();
+    let (report, _) = analyze_json(&[&dir.display("big.log")]);
+    assert_eq!(report["inputs"][0]["lines"], total as u64);
+    assert_eq!(report["inputs"][0]["bytes"], log.len() as u64);
+    let findings = report["findings"].as_array().unwrap();
+    let find = |rule: &str| {
+        findings
+            .iter()
+            .find(|f| f["rule"] == rule)
+            .unwrap_or_else(|| panic!("no {rule}"))
+    };
+    let asserts = find("cuda-kernel-assertion-failed");
+    assert_eq!(asserts["count"], assertion_lines.len() as u64);
+    assert_eq!(asserts["first_seen"]["line"], assertion_lines[0] as u64);
+    assert_eq!(asserts["evidence"][1]["line"], assertion_lines[1] as u64);
+    let oom = find("torch-cuda-out-of-memory");
+    assert_eq!(oom["first_seen"]["line"], total as u64);
+    assert_eq!(report["root_cause"]["category"], "device-side-assert");
+}
+
+#[test]
+fn a_rule_limited_to_nvidia_smi_output_ignores_other_logs() {
+    let row = "|    0   N/A  N/A           86711      C   VLLM::EngineCore                      44568MiB |\n";
+    let mut smi = fixture_bytes("system/nvidia-smi.txt");
+    smi.extend_from_slice(row.as_bytes());
+    let dir = Scratch::new("kinds");
+    std::fs::write(dir.path("smi.txt"), &smi).unwrap();
+    std::fs::write(dir.path("train.log"), format!("step 1 loss 2.3\n{row}")).unwrap();
+    let rule = "nvidia-smi-process-holding-memory";
+    for (file, kind, fires) in [("smi.txt", "nvidia-smi", true), ("train.log", "log", false)] {
+        let (report, _) = analyze_json(&[&dir.display(file)]);
+        assert_eq!(report["inputs"][0]["kind"], kind);
+        let fired = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["rule"] == rule);
+        assert_eq!(fired, fires, "{file}");
+    }
+}

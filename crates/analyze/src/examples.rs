@@ -9,7 +9,7 @@ use crate::findings::FindingTable;
 use crate::scan::scan_text;
 use coroner_ingest::{Input, InputSource};
 use coroner_model::{Finding, InputKind, InputSummary};
-use coroner_rules::{ExampleSpec, RuleSet};
+use coroner_rules::{ExampleSpec, Rule, RuleSet};
 
 /// The result of one example.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,15 +39,20 @@ pub fn check_examples(
                 source: rule.source.clone(),
                 number: k + 1,
                 fires: example.fires,
-                failure: check(set, &rule.id, example).err(),
+                failure: check(set, rule, example).err(),
             });
         }
     }
     outcomes
 }
 
-/// The findings of `text` scanned as one input with `set`.
+/// The findings of `text` scanned as one log with `set`.
 pub fn findings_in_text(set: &RuleSet, text: &str) -> Vec<Finding> {
+    findings_in(set, text, InputKind::Log)
+}
+
+/// The findings of `text` scanned as one input of `kind` with `set`.
+fn findings_in(set: &RuleSet, text: &str, kind: InputKind) -> Vec<Finding> {
     let input = Input {
         display: "example".to_owned(),
         source: InputSource::Stdin,
@@ -65,12 +70,13 @@ pub fn findings_in_text(set: &RuleSet, text: &str) -> Vec<Finding> {
         notes: Vec::new(),
     };
     let mut table = FindingTable::for_input(0);
-    scan_text(&input, text.as_bytes(), set, &mut table, &mut summary);
+    scan_text(&input, kind, text.as_bytes(), set, &mut table, &mut summary);
     table.into_findings(set)
 }
 
-fn check(set: &RuleSet, id: &str, example: &ExampleSpec) -> Result<(), String> {
-    let findings: Vec<Finding> = findings_in_text(set, &example.input)
+fn check(set: &RuleSet, rule: &Rule, example: &ExampleSpec) -> Result<(), String> {
+    let id = rule.id.as_str();
+    let findings: Vec<Finding> = findings_in(set, &example.input, rule.example_kind())
         .into_iter()
         .filter(|f| f.rule == id)
         .collect();

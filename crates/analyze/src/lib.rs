@@ -134,14 +134,14 @@ fn analyze_input(input: &Input, rules: &RuleSet, table: &mut FindingTable) -> In
     };
     match opened.kind {
         kind if kind.is_text() => {
-            scan_text(input, opened.reader, rules, table, &mut summary);
+            scan_text(input, kind, opened.reader, rules, table, &mut summary);
         }
         InputKind::ElfCore | InputKind::CudaGpuCore => summary.notes.push(format!(
             "{} detected; this version of coroner does not analyse core dumps yet, so it contributed no findings",
             if opened.kind == InputKind::ElfCore { "host ELF core dump" } else { "CUDA GPU core dump" }
         )),
         _ if input.explicit => {
-            scan_text(input, opened.reader, rules, table, &mut summary);
+            scan_text(input, InputKind::Log, opened.reader, rules, table, &mut summary);
             summary.notes.push("looks like binary data; scanned as text anyway because it was named explicitly".to_owned());
         }
         _ => summary

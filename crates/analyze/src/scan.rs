@@ -1,8 +1,9 @@
 //! Scanning one text input.
 //!
 //! The fast path: the input is read in blocks of whole lines, and one
-//! Aho-Corasick search over the block ([`Scanner::next_candidate`]) jumps
-//! to the next line holding any rule's literal. The lines in between are
+//! search over the block and its lowercased copy
+//! ([`Scanner::next_candidate`]) jumps to the next line that may hold a
+//! rule's literal; [`Scanner::may_match`] confirms it. The lines in between are
 //! only counted (a SIMD newline count), never copied, decoded or matched.
 //! A line is handled one at a time (cleaned of CR and colour codes,
 //! decoded, stripped of its rank prefix, fed to the rules) when it holds a
@@ -13,7 +14,7 @@
 use crate::findings::{cap_chars, EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use coroner_ingest::{clean_line, Block, BlockReader, MAX_LINE};
 use coroner_logs::strip_rank_prefix;
-use coroner_model::{Context, InputError, InputSummary};
+use coroner_model::{Context, InputError, InputKind, InputSummary};
 use coroner_rules::{Line, Match, RuleSet, Scanner};
 use std::collections::VecDeque;
 use std::io::Read;
@@ -70,6 +71,7 @@ struct TextScan<'a> {
     recent: Recent,
     open_after: Vec<EvidenceSlot>,
     cleaned: Vec<u8>,
+    lowered: Vec<u8>,
     matches: Vec<Match>,
     line: u64,
     truncated: u64,
@@ -79,6 +81,7 @@ struct TextScan<'a> {
 /// counts and recording a read error with its offset.
 pub(crate) fn scan_text(
     input: &coroner_ingest::Input,
+    kind: InputKind,
     reader: impl Read,
     rules: &RuleSet,
     table: &mut FindingTable,
@@ -88,11 +91,12 @@ pub(crate) fn scan_text(
     let mut scan = TextScan {
         input: &input.display,
         input_rank: input.rank,
-        scanner: Scanner::new(rules),
+        scanner: Scanner::new(rules, kind),
         table,
         recent: Recent::default(),
         open_after: Vec::new(),
         cleaned: Vec::new(),
+        lowered: Vec::new(),
         matches: Vec::new(),
         line: 0,
         truncated: 0,
@@ -127,6 +131,15 @@ impl TextScan<'_> {
     /// Scans a block of whole lines starting at input offset `offset`.
     fn block(&mut self, bytes: &[u8], offset: u64) {
         let escapes = memchr::memchr(0x1b, bytes).is_some();
+        if !escapes {
+            self.lowered.clear();
+            self.lowered
+                .extend(bytes.iter().map(u8::to_ascii_lowercase));
+        }
+        // The next fingerprint of each kind at or after `pos`, found once
+        // and reused until passed, so that each search crosses the block
+        // once.
+        let mut next = Candidates::default();
         let mut pos = 0;
         while pos < bytes.len() {
             if escapes || self.scanner.has_pending() || !self.open_after.is_empty() {
@@ -135,43 +148,57 @@ impl TextScan<'_> {
                 pos = end + 1;
                 continue;
             }
-            let Some(hit) = self.scanner.next_candidate(&bytes[pos..]) else {
+            let Some(at) = next.at_or_after(pos, &self.scanner, bytes, &self.lowered) else {
                 self.skip(&bytes[pos..]);
+                self.remember_before(bytes, bytes.len());
                 return;
             };
-            let at = pos + hit;
             let start = memchr::memrchr(b'\n', &bytes[pos..at]).map_or(pos, |i| pos + i + 1);
-            self.skip(&bytes[pos..start]);
             let end = line_end(bytes, at);
-            self.handle_line(&bytes[start..end], offset + start as u64, false);
+            if self.scanner.may_match(&bytes[start..end]) {
+                self.skip(&bytes[pos..start]);
+                self.remember_before(bytes, start);
+                self.handle_line(&bytes[start..end], offset + start as u64, false);
+            } else {
+                self.skip(&bytes[pos..(end + 1).min(bytes.len())]);
+            }
             pos = end + 1;
         }
     }
 
-    /// Counts the lines of `region` (whole lines) without matching them,
-    /// remembering the last few for context.
+    /// Counts the lines of `region` (whole lines) without looking at them.
     fn skip(&mut self, region: &[u8]) {
         if region.is_empty() {
             return;
         }
         let newlines = bytecount::count(region, b'\n') as u64;
         let unterminated = u64::from(region.last() != Some(&b'\n'));
-        let count = newlines + unterminated;
-        // The last CONTEXT_LINES lines of the region, newest first.
-        let mut tail: Vec<&[u8]> = Vec::with_capacity(CONTEXT_LINES);
-        let mut end = region.len() - usize::from(unterminated == 0);
-        while tail.len() < CONTEXT_LINES && (tail.len() as u64) < count {
-            let start = memchr::memrchr(b'\n', &region[..end]).map_or(0, |i| i + 1);
-            tail.push(&region[start..end]);
+        self.line += newlines + unterminated;
+    }
+
+    /// Remembers, for context, the lines of `bytes` just before offset `at`
+    /// (the start of a line, or the end of the block); the last of them is
+    /// line [`TextScan::line`].
+    fn remember_before(&mut self, bytes: &[u8], at: usize) {
+        if at == 0 {
+            return;
+        }
+        let mut end = if bytes[at - 1] == b'\n' { at - 1 } else { at };
+        let mut tail: Vec<(u64, std::ops::Range<usize>)> = Vec::with_capacity(CONTEXT_LINES);
+        let mut number = self.line;
+        while tail.len() < CONTEXT_LINES && number > 0 {
+            let start = memchr::memrchr(b'\n', &bytes[..end]).map_or(0, |i| i + 1);
+            tail.push((number, start..end));
             if start == 0 {
                 break;
             }
             end = start - 1;
+            number -= 1;
         }
-        self.line += count;
-        for (back, raw) in tail.iter().enumerate().rev() {
-            let text = String::from_utf8_lossy(clean_line(raw, &mut self.cleaned)).into_owned();
-            self.recent.push(self.line - back as u64, &text);
+        for (number, range) in tail.into_iter().rev() {
+            let text =
+                String::from_utf8_lossy(clean_line(&bytes[range], &mut self.cleaned)).into_owned();
+            self.recent.push(number, &text);
         }
     }
 
@@ -217,6 +244,40 @@ impl TextScan<'_> {
                 }
             }
         }
+    }
+}
+
+/// The next hit of each fingerprint search in a block, cached: `None`
+/// not searched yet, `Some(None)` no more in the block.
+#[derive(Debug, Default)]
+struct Candidates {
+    next: Vec<Option<Option<usize>>>,
+}
+
+impl Candidates {
+    /// The first fingerprint hit at or after `pos`.
+    fn at_or_after(
+        &mut self,
+        pos: usize,
+        scanner: &Scanner<'_>,
+        text: &[u8],
+        lowered: &[u8],
+    ) -> Option<usize> {
+        self.next.resize(scanner.searches(), None);
+        let mut first: Option<usize> = None;
+        for (i, cached) in self.next.iter_mut().enumerate() {
+            if cached.is_none_or(|c| c.is_some_and(|at| at < pos)) {
+                *cached = Some(
+                    scanner
+                        .next_hit(i, &text[pos..], &lowered[pos..])
+                        .map(|at| pos + at),
+                );
+            }
+            if let Some(Some(at)) = cached {
+                first = Some(first.map_or(*at, |f| f.min(*at)));
+            }
+        }
+        first
     }
 }
 

@@ -82,6 +82,20 @@ impl InputKind {
         }
     }
 
+    /// Kinds of text input, which rules may be limited to.
+    pub const TEXT: [InputKind; 4] = [
+        InputKind::Log,
+        InputKind::NcclDebug,
+        InputKind::KernelLog,
+        InputKind::NvidiaSmi,
+    ];
+
+    /// The text kind named `name` (`log`, `nccl-debug`, `kernel-log`,
+    /// `nvidia-smi`).
+    pub fn text_kind(name: &str) -> Option<InputKind> {
+        InputKind::TEXT.into_iter().find(|k| k.as_str() == name)
+    }
+
     /// Whether the input is scanned line by line by the rule engine.
     pub fn is_text(self) -> bool {
         matches!(

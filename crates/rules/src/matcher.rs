@@ -6,8 +6,10 @@
 //! match open at its anchor line and completes it when its remaining `all`
 //! patterns have matched within the window.
 
+use crate::prefilter::Prefilter;
 use crate::rule::Rule;
 use crate::set::RuleSet;
+use coroner_model::InputKind;
 use regex::Regex;
 
 /// One line as the matcher sees it.
@@ -64,6 +66,7 @@ struct Pending {
 #[derive(Debug)]
 pub struct Scanner<'s> {
     set: &'s RuleSet,
+    prefilter: &'s Prefilter,
     pending: Vec<Pending>,
     hit: Vec<bool>,
     candidates: Vec<usize>,
@@ -74,10 +77,12 @@ pub struct Scanner<'s> {
 const MAX_PENDING_PER_RULE: usize = 4;
 
 impl<'s> Scanner<'s> {
-    /// A scanner with no open windows.
-    pub fn new(set: &'s RuleSet) -> Scanner<'s> {
+    /// A scanner with no open windows, for an input of `kind`: only the
+    /// rules that apply to that kind can match.
+    pub fn new(set: &'s RuleSet, kind: InputKind) -> Scanner<'s> {
         Scanner {
             set,
+            prefilter: set.prefilter(kind),
             pending: Vec::new(),
             hit: vec![false; set.rules().len()],
             candidates: Vec::new(),
@@ -87,14 +92,27 @@ impl<'s> Scanner<'s> {
     /// Whether any literal of any rule occurs in `text`. Lines for which
     /// this is false and no window is open can skip [`Scanner::feed`].
     pub fn is_quiet(&self, text: &str) -> bool {
-        self.pending.is_empty() && !self.set.prefilter.any(text.as_bytes())
+        self.pending.is_empty() && !self.prefilter.any(text.as_bytes())
     }
 
-    /// Offset in `haystack` (any number of lines) of the first occurrence
-    /// of any rule's literal. Lines before it cannot match any rule, unless
-    /// a window is open ([`Scanner::has_pending`]).
-    pub fn next_candidate(&self, haystack: &[u8]) -> Option<usize> {
-        self.set.prefilter.first(haystack)
+    /// How many block-wide fingerprint searches there are.
+    pub fn searches(&self) -> usize {
+        self.prefilter.searches().len()
+    }
+
+    /// Offset of the first hit of fingerprint search `i` in a run of lines:
+    /// `text` as is, `lowered` the same text ASCII-lowercased. Where no
+    /// search hits, no line can match any rule, unless a window is open
+    /// ([`Scanner::has_pending`]); whether the line holding a hit can,
+    /// [`Scanner::may_match`] tells.
+    pub fn next_hit(&self, i: usize, text: &[u8], lowered: &[u8]) -> Option<usize> {
+        let search = self.prefilter.searches().get(i)?;
+        search.find(if search.folded { lowered } else { text })
+    }
+
+    /// Whether any rule's literal occurs in `line`.
+    pub fn may_match(&self, line: &[u8]) -> bool {
+        self.prefilter.any(line)
     }
 
     /// Whether a windowed match is waiting for more lines: then every line
@@ -107,8 +125,7 @@ impl<'s> Scanner<'s> {
     pub fn feed(&mut self, line: &Line<'_>, out: &mut Vec<Match>) {
         self.advance_pending(line, out);
         let mut candidates = std::mem::take(&mut self.candidates);
-        self.set
-            .prefilter
+        self.prefilter
             .candidates(line.text, &mut self.hit, &mut candidates);
         if candidates.is_empty() {
             self.candidates = candidates;
@@ -284,7 +301,7 @@ mod tests {
     type Found = (String, u64, Captures);
 
     fn scan(set: &RuleSet, text: &str) -> Vec<Found> {
-        let mut scanner = Scanner::new(set);
+        let mut scanner = Scanner::new(set, InputKind::Log);
         let mut out = Vec::new();
         for (i, t) in text.lines().enumerate() {
             let line = Line {
@@ -321,7 +338,7 @@ mod tests {
     }
 
     fn set_is_quiet(set: &RuleSet, text: &str) -> bool {
-        Scanner::new(set).is_quiet(text)
+        Scanner::new(set, InputKind::Log).is_quiet(text)
     }
 
     #[test]

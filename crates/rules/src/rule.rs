@@ -2,7 +2,7 @@
 
 use crate::error::{RuleError, RuleErrorKind};
 use crate::schema::{ExampleSpec, RuleFile};
-use coroner_model::{Category, Role, Severity};
+use coroner_model::{Category, InputKind, Role, Severity};
 use regex::{Regex, RegexBuilder};
 use std::collections::BTreeSet;
 use toml::Spanned;
@@ -48,6 +48,8 @@ pub struct Rule {
 pub(crate) struct Pattern {
     pub literals: Vec<String>,
     pub literals_match_case: bool,
+    /// Input kinds the rule applies to; empty for all.
+    pub kinds: Vec<InputKind>,
     pub any: Vec<Regex>,
     pub all: Vec<Regex>,
     pub not: Vec<Regex>,
@@ -84,6 +86,20 @@ impl Rule {
     /// How many lines after the anchor the rule looks at.
     pub fn window(&self) -> u32 {
         self.pattern.window
+    }
+
+    /// Whether the rule applies to inputs of `kind`.
+    pub fn applies_to(&self, kind: InputKind) -> bool {
+        self.pattern.kinds.is_empty() || self.pattern.kinds.contains(&kind)
+    }
+
+    /// The input kind the rule's examples are read as.
+    pub fn example_kind(&self) -> InputKind {
+        self.pattern
+            .kinds
+            .first()
+            .copied()
+            .unwrap_or(InputKind::Log)
     }
 }
 
@@ -266,6 +282,20 @@ pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleEr
         );
     }
 
+    let mut kinds = Vec::new();
+    for k in &spec.kinds {
+        match InputKind::text_kind(k.get_ref()) {
+            Some(kind) => kinds.push(kind),
+            None => errors.push(err(
+                RuleErrorKind::UnknownValue,
+                k.span(),
+                format!(
+                    "unknown input kind `{}` (expected log, nccl-debug, kernel-log or nvidia-smi)",
+                    k.get_ref()
+                ),
+            )),
+        }
+    }
     let defined: BTreeSet<String> = any
         .iter()
         .chain(&all)
@@ -337,6 +367,7 @@ pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleEr
         pattern: Pattern {
             literals,
             literals_match_case: spec.literals_match_case,
+            kinds,
             any,
             all,
             not,

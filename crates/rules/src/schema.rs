@@ -56,6 +56,9 @@ pub struct MatchSpec {
     /// How many lines after the anchor `all` may look at.
     #[serde(default)]
     pub window: u32,
+    /// Kinds of input the rule applies to (all text kinds when empty).
+    #[serde(default)]
+    pub kinds: Vec<Spanned<String>>,
 }
 
 /// One `[[examples]]` entry.

@@ -4,8 +4,10 @@
 use crate::error::{RuleError, RuleErrorKind};
 use crate::prefilter::Prefilter;
 use crate::rule::{parse_rule, Rule};
+use coroner_model::InputKind;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::OnceLock;
 use walkdir::WalkDir;
 
 include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
@@ -14,7 +16,8 @@ include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
 #[derive(Debug)]
 pub struct RuleSet {
     rules: Vec<Rule>,
-    pub(crate) prefilter: Prefilter,
+    /// One prefilter per text input kind, built when first needed.
+    prefilters: [OnceLock<Prefilter>; 4],
     /// For each rule, the indices of the rules it supersedes.
     pub(crate) supersedes: Vec<Vec<usize>>,
 }
@@ -115,12 +118,18 @@ impl RuleSet {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let prefilter = Prefilter::new(&rules);
         Ok(RuleSet {
             rules,
-            prefilter,
+            prefilters: Default::default(),
             supersedes,
         })
+    }
+
+    /// The prefilter of the rules that apply to inputs of `kind` (a
+    /// binary input scanned as text counts as a log).
+    pub(crate) fn prefilter(&self, kind: InputKind) -> &Prefilter {
+        let at = InputKind::TEXT.iter().position(|k| *k == kind).unwrap_or(0);
+        self.prefilters[at].get_or_init(|| Prefilter::new(&self.rules, InputKind::TEXT[at]))
     }
 
     /// The rules, in load order (built-ins sorted by path first).
