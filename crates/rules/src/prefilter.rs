@@ -27,6 +27,8 @@ use std::collections::{HashMap, HashSet};
 const BACKGROUND: &str = include_str!("background.txt");
 /// Bytes of a fingerprint.
 const FINGERPRINT_LEN: usize = 4;
+/// Exact-case literals at most this long are searched with their case.
+const SHORT_EXACT: usize = 4;
 /// Most fingerprints one Teddy searcher takes.
 const TEDDY_MAX: usize = 64;
 
@@ -156,16 +158,26 @@ impl Prefilter {
             .into_iter()
             .filter_map(|exact| LiteralGroup::new(rules, kind, exact))
             .collect();
-        let literals = |exact: bool| -> Vec<Vec<u8>> {
+        // Fingerprints of case-insensitive literals are searched in the
+        // lowercased block. So are those of exact-case literals long enough
+        // for a case-folded fingerprint to stay rare (the line is then
+        // checked exactly); only short exact ones (`inf` must not match
+        // `INFO`) get a search of their own over the text as is.
+        let literals = |folded: bool| -> Vec<Vec<u8>> {
             rules
                 .iter()
-                .filter(|r| r.pattern.literals_match_case == exact && r.applies_to(kind))
-                .flat_map(|r| r.literals())
-                .map(|l| {
-                    if exact {
-                        l.as_bytes().to_vec()
-                    } else {
+                .filter(|r| r.applies_to(kind))
+                .flat_map(|r| {
+                    r.literals()
+                        .iter()
+                        .map(move |l| (r.pattern.literals_match_case, l))
+                })
+                .filter(|(exact, l)| folded == (!exact || l.len() > SHORT_EXACT))
+                .map(|(_, l)| {
+                    if folded {
                         l.to_ascii_lowercase().into_bytes()
+                    } else {
+                        l.as_bytes().to_vec()
                     }
                 })
                 .collect()
@@ -173,11 +185,11 @@ impl Prefilter {
         let background = BACKGROUND.as_bytes();
         let folded_background = BACKGROUND.to_ascii_lowercase();
         let mut searches = BlockSearch::build(
-            &fingerprints(&literals(false), folded_background.as_bytes()),
+            &fingerprints(&literals(true), folded_background.as_bytes()),
             true,
         );
         searches.extend(BlockSearch::build(
-            &fingerprints(&literals(true), background),
+            &fingerprints(&literals(false), background),
             false,
         ));
         Prefilter { groups, searches }
