@@ -44,8 +44,26 @@ impl FindingTable {
         }
     }
 
-    /// Adds the findings of a later input: matches of the same rule on the
-    /// same rank collapse into one finding.
+    /// Position of the input this table is for.
+    pub(crate) fn input(&self) -> usize {
+        self.input
+    }
+
+    /// Moves every line number `by` lines down: the table of a later part of
+    /// an input counted its lines from the part's start.
+    pub(crate) fn shift_lines(&mut self, by: u64) {
+        for e in &mut self.entries {
+            e.first.line += by;
+            e.order.1 += by;
+            for ev in &mut e.evidence {
+                ev.line += by;
+            }
+        }
+    }
+
+    /// Adds the findings of a later input, or of a later part of the same
+    /// input: matches of the same rule on the same rank collapse into one
+    /// finding.
     pub(crate) fn merge(&mut self, other: FindingTable) {
         for entry in other.entries {
             let key = (entry.rule, entry.rank);

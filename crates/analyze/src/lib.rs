@@ -11,8 +11,9 @@ pub mod examples;
 mod findings;
 pub mod root_cause;
 mod scan;
+mod split;
 
-use coroner_ingest::{discover, open, Input};
+use coroner_ingest::{discover, open, Input, InputSource, Opened};
 use coroner_model::{InputError, InputKind, InputSummary, Report, Stats, Tool, SCHEMA_VERSION};
 use coroner_rules::RuleSet;
 use findings::FindingTable;
@@ -31,9 +32,13 @@ pub fn analyze(paths: &[String], rules: &RuleSet) -> Report {
     for (path, why) in &discovery.errors {
         inputs.push(unreadable(path, why));
     }
+    // Cores left over when there are fewer inputs than cores go to
+    // scanning large files in parts.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let parts = (cores / discovery.inputs.len().max(1)).max(1);
     let scanned = parallel_map(&discovery.inputs, |index, input| {
         let mut own = FindingTable::for_input(index);
-        let summary = analyze_input(input, rules, &mut own);
+        let summary = analyze_input(input, rules, &mut own, parts);
         (summary, own)
     });
     for (summary, own) in scanned {
@@ -70,6 +75,21 @@ pub fn analyze(paths: &[String], rules: &RuleSet) -> Report {
         inputs,
         stats,
     }
+}
+
+/// The path and size of an input worth scanning in `parts` parts: a large,
+/// regular, uncompressed file.
+fn splittable<'a>(
+    input: &'a Input,
+    opened: &Opened,
+    parts: usize,
+) -> Option<(&'a std::path::Path, u64)> {
+    let InputSource::File(path) = &input.source else {
+        return None;
+    };
+    let size = std::fs::metadata(path).ok()?.len();
+    (parts > 1 && opened.compression.is_none() && size >= split::SPLIT_MIN_BYTES)
+        .then_some((path.as_path(), size))
 }
 
 /// `f` applied to every item, on as many threads as there are cores, with
@@ -117,7 +137,12 @@ fn unreadable(path: &str, why: &str) -> InputSummary {
     }
 }
 
-fn analyze_input(input: &Input, rules: &RuleSet, table: &mut FindingTable) -> InputSummary {
+fn analyze_input(
+    input: &Input,
+    rules: &RuleSet,
+    table: &mut FindingTable,
+    parts: usize,
+) -> InputSummary {
     let opened = match open(input) {
         Ok(o) => o,
         Err(e) => return unreadable(&input.display, &e.to_string()),
@@ -133,9 +158,24 @@ fn analyze_input(input: &Input, rules: &RuleSet, table: &mut FindingTable) -> In
         notes: Vec::new(),
     };
     match opened.kind {
-        kind if kind.is_text() => {
-            scan_text(input, kind, opened.reader, rules, table, &mut summary);
-        }
+        kind if kind.is_text() => match splittable(input, &opened, parts) {
+            Some((path, size)) => {
+                drop(opened);
+                let file = split::SplitFile {
+                    path,
+                    size,
+                    kind,
+                    parts,
+                };
+                if split::scan_split(input, &file, rules, table, &mut summary).is_err() {
+                    summary.errors.push(InputError {
+                        message: "cannot reopen the file to scan it in parts".to_owned(),
+                        offset: None,
+                    });
+                }
+            }
+            None => scan_text(input, kind, opened.reader, rules, table, &mut summary),
+        },
         InputKind::ElfCore | InputKind::CudaGpuCore => summary.notes.push(format!(
             "{} detected; this version of coroner does not analyse core dumps yet, so it contributed no findings",
             if opened.kind == InputKind::ElfCore { "host ELF core dump" } else { "CUDA GPU core dump" }

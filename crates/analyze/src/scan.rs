@@ -87,7 +87,45 @@ pub(crate) fn scan_text(
     table: &mut FindingTable,
     summary: &mut InputSummary,
 ) {
-    let mut blocks = BlockReader::new(reader);
+    scan_part(
+        input,
+        kind,
+        Part {
+            reader,
+            offset: 0,
+            after: None::<&[u8]>,
+        },
+        rules,
+        table,
+        summary,
+    );
+}
+
+/// A run of lines of an input: where it starts, and what follows it.
+pub(crate) struct Part<R, A> {
+    /// The lines.
+    pub reader: R,
+    /// Byte offset of the first line in the input.
+    pub offset: u64,
+    /// The input after the part, read only as far as needed to complete
+    /// rule windows and evidence context open at the part's end.
+    pub after: Option<A>,
+}
+
+/// Lines read past the end of a part at most, to complete open windows.
+const AFTER_PART_LINES: usize = 256;
+
+/// Scans one part of a text input; line numbers count from the part's
+/// start.
+pub(crate) fn scan_part(
+    input: &coroner_ingest::Input,
+    kind: InputKind,
+    part: Part<impl Read, impl Read>,
+    rules: &RuleSet,
+    table: &mut FindingTable,
+    summary: &mut InputSummary,
+) {
+    let mut blocks = BlockReader::new(part.reader);
     let mut scan = TextScan {
         input: &input.display,
         input_rank: input.rank,
@@ -104,20 +142,25 @@ pub(crate) fn scan_text(
     loop {
         match blocks.next_block() {
             Ok(None) => break,
-            Ok(Some(Block::Lines { bytes, offset })) => scan.block(bytes, offset),
-            Ok(Some(Block::LongLine { head, offset })) => scan.handle_line(head, offset, true),
+            Ok(Some(Block::Lines { bytes, offset })) => scan.block(bytes, part.offset + offset),
+            Ok(Some(Block::LongLine { head, offset })) => {
+                scan.handle_line(head, part.offset + offset, true);
+            }
             Err(e) => {
                 summary.errors.push(InputError {
                     message: format!("read failed: {e}; the input was analysed up to here"),
-                    offset: Some(blocks.offset()),
+                    offset: Some(part.offset + blocks.offset()),
                 });
                 break;
             }
         }
     }
-    scan.scanner.finish();
     summary.bytes = blocks.offset();
     summary.lines = scan.line;
+    if let Some(after) = part.after {
+        scan.finish_open(after, part.offset + blocks.offset());
+    }
+    scan.scanner.finish();
     if scan.truncated > 0 {
         summary.notes.push(format!(
             "{} line(s) longer than {} MiB were truncated for matching",
@@ -128,6 +171,56 @@ pub(crate) fn scan_text(
 }
 
 impl TextScan<'_> {
+    /// Whether every line must be looked at: a rule window or an evidence
+    /// context is open.
+    fn waiting(&self) -> bool {
+        self.scanner.has_pending() || !self.open_after.is_empty()
+    }
+
+    /// Feeds the lines after a part to the windows and evidence contexts
+    /// still open at its end, without starting new matches.
+    fn finish_open(&mut self, after: impl Read, offset: u64) {
+        let mut blocks = BlockReader::with_capacity(after, 64 * 1024);
+        let mut offset = offset;
+        let mut fed = 0;
+        while fed < AFTER_PART_LINES && self.waiting() {
+            let Ok(Some(Block::Lines { bytes, .. })) = blocks.next_block() else {
+                break;
+            };
+            for raw in bytes.split_inclusive(|&b| b == b'\n') {
+                if fed >= AFTER_PART_LINES || !self.waiting() {
+                    break;
+                }
+                fed += 1;
+                let number = self.line + fed as u64;
+                let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
+                let text = String::from_utf8_lossy(clean_line(
+                    &raw[..raw.len().min(MAX_LINE)],
+                    &mut self.cleaned,
+                ))
+                .into_owned();
+                let table = &mut *self.table;
+                self.open_after
+                    .retain(|&slot| table.add_after(slot, &text, CONTEXT_LINES));
+                let prefixed = strip_rank_prefix(&text);
+                let line = Line {
+                    number,
+                    offset,
+                    text: prefixed.rest,
+                    shown: &text,
+                    rank: prefixed.rank,
+                };
+                self.scanner.feed_open_windows(&line, &mut self.matches);
+                for m in self.matches.drain(..) {
+                    let recent = &self.recent;
+                    self.table
+                        .record(m, self.input, self.input_rank, |n| recent.context(n));
+                }
+                offset += raw.len() as u64 + 1;
+            }
+        }
+    }
+
     /// Scans a block of whole lines starting at input offset `offset`.
     fn block(&mut self, bytes: &[u8], offset: u64) {
         let escapes = memchr::memchr(0x1b, bytes).is_some();
@@ -142,7 +235,7 @@ impl TextScan<'_> {
         let mut next = Candidates::default();
         let mut pos = 0;
         while pos < bytes.len() {
-            if escapes || self.scanner.has_pending() || !self.open_after.is_empty() {
+            if escapes || self.waiting() {
                 let end = line_end(bytes, pos);
                 self.handle_line(&bytes[pos..end], offset + pos as u64, false);
                 pos = end + 1;

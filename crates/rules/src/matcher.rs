@@ -154,6 +154,13 @@ impl<'s> Scanner<'s> {
         }
     }
 
+    /// Feeds a line only to open windows: no new match starts on it. For
+    /// the lines past the end of a part of an input, whose own scan starts
+    /// the matches anchored there.
+    pub fn feed_open_windows(&mut self, line: &Line<'_>, out: &mut Vec<Match>) {
+        self.advance_pending(line, out);
+    }
+
     /// Drops open windows; incomplete matches are not reported.
     pub fn finish(&mut self) {
         self.pending.clear();

@@ -1,0 +1,235 @@
+//! Scanning one large file on several cores.
+//!
+//! A regular, uncompressed file is cut into parts at line boundaries; each
+//! part is scanned on its own thread, counting lines from its start, and
+//! the parts' findings are merged in order with their line numbers moved
+//! down by the lines of the parts before them. A part reads past its end
+//! only to complete the rule windows and evidence contexts open there.
+
+use crate::findings::FindingTable;
+use crate::scan::{scan_part, Part};
+use coroner_ingest::Input;
+use coroner_model::{InputKind, InputSummary};
+use coroner_rules::RuleSet;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// Files smaller than this are not worth splitting.
+pub(crate) const SPLIT_MIN_BYTES: u64 = 64 << 20;
+
+/// A file to scan in parts.
+pub(crate) struct SplitFile<'a> {
+    /// Where it is.
+    pub path: &'a Path,
+    /// Its size in bytes (it is not compressed).
+    pub size: u64,
+    /// What its content is.
+    pub kind: InputKind,
+    /// How many parts, each on its own thread.
+    pub parts: usize,
+}
+
+/// Scans `file` in parts into `table` and `summary`; `Err` when the file
+/// cannot be reopened or read.
+pub(crate) fn scan_split(
+    input: &Input,
+    file: &SplitFile<'_>,
+    rules: &RuleSet,
+    table: &mut FindingTable,
+    summary: &mut InputSummary,
+) -> io::Result<()> {
+    let SplitFile {
+        path,
+        size,
+        kind,
+        parts,
+    } = *file;
+    let bounds = line_bounds(path, size, parts)?;
+    let results: Vec<io::Result<(FindingTable, InputSummary)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = bounds
+            .windows(2)
+            .map(|w| {
+                let (start, end) = (w[0], w[1]);
+                let mut part_table = FindingTable::for_input(table.input());
+                let mut part_summary = summary.clone();
+                scope.spawn(move || -> io::Result<(FindingTable, InputSummary)> {
+                    let mut file = File::open(path)?;
+                    file.seek(SeekFrom::Start(start))?;
+                    let mut after = File::open(path)?;
+                    after.seek(SeekFrom::Start(end))?;
+                    let part = Part {
+                        reader: file.take(end - start),
+                        offset: start,
+                        after: (end < size).then_some(after),
+                    };
+                    scan_part(input, kind, part, rules, &mut part_table, &mut part_summary);
+                    Ok((part_table, part_summary))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("a scanning thread panicked")))
+            })
+            .collect()
+    });
+    let mut lines = 0;
+    let mut bytes = 0;
+    for result in results {
+        let (mut part_table, part_summary) = result?;
+        part_table.shift_lines(lines);
+        table.merge(part_table);
+        lines += part_summary.lines;
+        bytes += part_summary.bytes;
+        summary.errors.extend(part_summary.errors);
+        for note in part_summary.notes {
+            if !summary.notes.contains(&note) {
+                summary.notes.push(note);
+            }
+        }
+    }
+    summary.lines = lines;
+    summary.bytes = bytes;
+    Ok(())
+}
+
+/// Offsets cutting the file into `parts` runs of whole lines: 0, the start
+/// of the first line after each `size * k / parts`, and `size`.
+fn line_bounds(path: &Path, size: u64, parts: usize) -> io::Result<Vec<u64>> {
+    let mut reader = BufReader::new(File::open(path)?);
+    let mut bounds = vec![0];
+    let mut skipped = Vec::new();
+    for k in 1..parts as u64 {
+        let target = size * k / parts as u64;
+        if target <= *bounds.last().unwrap_or(&0) {
+            continue;
+        }
+        reader.seek(SeekFrom::Start(target))?;
+        skipped.clear();
+        // The rest of the line the target falls in (bounded by the line
+        // length cap; a longer line just moves the cut further).
+        let n = reader
+            .by_ref()
+            .take(2 << 20)
+            .read_until(b'\n', &mut skipped)?;
+        let cut = target + n as u64;
+        if cut < size && skipped.last() == Some(&b'\n') {
+            bounds.push(cut);
+        }
+    }
+    bounds.push(size);
+    bounds.dedup();
+    Ok(bounds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::scan_text;
+    use coroner_ingest::InputSource;
+    use coroner_rules::RuleSources;
+
+    fn summary() -> InputSummary {
+        InputSummary {
+            path: "big.log".to_owned(),
+            kind: InputKind::Log,
+            compression: None,
+            bytes: 0,
+            lines: 0,
+            rank: None,
+            errors: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Findings as comparable text: rule, rank, count, and the lines of the
+    /// first location and of every evidence line.
+    fn digest(table: FindingTable, rules: &RuleSet) -> Vec<String> {
+        table
+            .into_findings(rules)
+            .iter()
+            .map(|f| {
+                let lines: Vec<u64> = f.evidence.iter().map(|e| e.line).collect();
+                format!(
+                    "{} {:?} x{} @{} {lines:?} {:?}",
+                    f.rule, f.rank, f.count, f.first_seen.line, f.captures
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_file_scanned_in_parts_gives_what_it_gives_whole() {
+        let rules = RuleSet::load(&RuleSources {
+            builtin: true,
+            dirs: Vec::new(),
+            builtin_names: false,
+        })
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        // A torchrun Root Cause block spans 8 lines: cut into many parts,
+        // some blocks straddle a cut and their windows must still close.
+        let block = "Root Cause (first observed failure):\n[0]:\n  time      : 2026-11-29_15:17:28\n  host      : localhost\n  rank      : 1 (local_rank: 1)\n  exitcode  : -9 (pid: 2038)\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 2038\n";
+        let mut text = String::new();
+        for n in 0..4000 {
+            if n % 97 == 0 {
+                text.push_str(block);
+            } else if n % 13 == 0 {
+                text.push_str("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.10 GiB of which 1.06 GiB is free.\n");
+            } else {
+                text.push_str(&format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"));
+            }
+        }
+        let path = std::env::temp_dir().join(format!("coroner-split-{}.log", std::process::id()));
+        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
+        let input = Input {
+            display: "big.log".to_owned(),
+            source: InputSource::File(path.clone()),
+            rank: None,
+            explicit: true,
+        };
+        let mut whole = FindingTable::for_input(0);
+        let mut whole_summary = summary();
+        scan_text(
+            &input,
+            InputKind::Log,
+            text.as_bytes(),
+            &rules,
+            &mut whole,
+            &mut whole_summary,
+        );
+        for parts in [2, 7, 31] {
+            let mut split = FindingTable::for_input(0);
+            let mut split_summary = summary();
+            let file = SplitFile {
+                path: &path,
+                size: text.len() as u64,
+                kind: InputKind::Log,
+                parts,
+            };
+            scan_split(&input, &file, &rules, &mut split, &mut split_summary)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(split_summary.lines, whole_summary.lines, "{parts} parts");
+            assert_eq!(split_summary.bytes, whole_summary.bytes, "{parts} parts");
+            let mut again = FindingTable::for_input(0);
+            let mut again_summary = summary();
+            scan_text(
+                &input,
+                InputKind::Log,
+                text.as_bytes(),
+                &rules,
+                &mut again,
+                &mut again_summary,
+            );
+            assert_eq!(
+                digest(split, &rules),
+                digest(again, &rules),
+                "{parts} parts"
+            );
+        }
+        let _ = std::fs::remove_file(&path);
+        assert!(!digest(whole, &rules).is_empty());
+    }
+}
