@@ -359,3 +359,109 @@ fn a_rule_limited_to_nvidia_smi_output_ignores_other_logs() {
         assert_eq!(fired, fires, "{file}");
     }
 }
+
+/// Reads stdout lines of a running child on a thread, so that a test can
+/// wait for one with a timeout.
+fn line_reader(stdout: std::process::ChildStdout) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+const OOM_LINE: &str = "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 2 has a total capacity of 139.80 GiB of which 4.98 GiB is free.\n";
+
+#[test]
+fn following_a_pipe_reports_a_finding_before_the_input_ends() {
+    use std::process::Stdio;
+    let mut child = crate::util::coroner()
+        .args(["analyze", "--follow", "--format", "jsonl", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = line_reader(child.stdout.take().unwrap());
+    stdin
+        .write_all(b"step 1 loss 2.30\nstep 2 loss 2.29\n")
+        .unwrap();
+    stdin.write_all(OOM_LINE.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let first = lines
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("a finding while the pipe is still open");
+    let finding: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(finding["type"], "finding");
+    assert_eq!(finding["rule"], "torch-cuda-out-of-memory");
+    assert_eq!(finding["first_seen"]["line"], 3);
+    assert_eq!(finding["rank"], 2);
+    stdin.write_all(OOM_LINE.as_bytes()).unwrap();
+    drop(stdin);
+    let verdict: serde_json::Value = serde_json::from_str(
+        &lines
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(verdict["type"], "verdict");
+    assert_eq!(verdict["root_cause"]["category"], "gpu-oom");
+    assert_eq!(verdict["findings"][0]["count"], 2);
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+}
+
+#[test]
+fn following_a_file_waits_for_more_lines_until_interrupted() {
+    use std::process::Stdio;
+    let dir = Scratch::new("follow");
+    let path = dir.path("train.log");
+    std::fs::write(&path, "step 1 loss 2.30\n").unwrap();
+    let mut child = crate::util::coroner()
+        .args([
+            "analyze",
+            "--follow",
+            "--format",
+            "jsonl",
+            &dir.display("train.log"),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = line_reader(child.stdout.take().unwrap());
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    file.write_all(OOM_LINE.as_bytes()).unwrap();
+    drop(file);
+    let first = lines
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("a finding from a line appended to the file");
+    assert!(first.contains("\"torch-cuda-out-of-memory\""), "{first}");
+    let pid = child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    let verdict = lines
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("a verdict after Ctrl-C");
+    assert!(verdict.contains("\"type\":\"verdict\""), "{verdict}");
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+}
+
+#[test]
+fn follow_takes_one_file_or_stdin() {
+    let out = run(&["analyze", "--follow", "fixtures/real-gpu/logs"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--follow"));
+}

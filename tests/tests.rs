@@ -1,6 +1,7 @@
 //! Tests of the `coroner` binary: real fixtures in, reports out.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod ci;
 mod cli;
 mod fixtures;
 mod knowledge;

@@ -20,6 +20,46 @@ pub enum Command {
     /// Explain a CUDA error code, an Xid, an NCCL, cuBLAS or cuDNN status,
     /// an error message, or a rule, offline.
     Explain(ExplainArgs),
+    /// Record the findings of known logs so that `analyze --baseline`
+    /// leaves them out.
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// Analyse PATHs and write a baseline of every finding.
+    Create(BaselineCreateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineCreateArgs {
+    /// Files, directories (walked recursively) or `-` for standard input.
+    /// With none, standard input is read when it is not a terminal.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// Write the baseline to FILE [default: standard output].
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Leave the findings of rule RULE out of the baseline (repeatable;
+    /// replaces `ignore` of coroner.toml).
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    #[command(flatten)]
+    pub rule_args: RuleArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// Where the configuration file comes from.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ConfigArgs {
+    /// Read settings from FILE instead of discovering coroner.toml.
+    #[arg(long = "config", value_name = "FILE", conflicts_with = "no_config")]
+    pub config: Option<PathBuf>,
+    /// Do not look for a coroner.toml.
+    #[arg(long)]
+    pub no_config: bool,
 }
 
 #[derive(Debug, Args)]
@@ -56,12 +96,58 @@ pub struct AnalyzeArgs {
     pub paths: Vec<String>,
     /// Output format [default: human on a terminal, json otherwise].
     #[arg(long, value_enum)]
-    pub format: Option<Format>,
-    /// Exit with 1 when a finding has at least this severity.
-    #[arg(long, value_name = "SEVERITY", default_value = "error", value_parser = parse_severity)]
-    pub fail_on: Severity,
+    pub format: Option<ReportFormat>,
+    /// Exit with 1 when a finding has at least this severity (after
+    /// --baseline and --ignore) [default: error, or `fail_on` of
+    /// coroner.toml].
+    #[arg(long, value_name = "SEVERITY", value_parser = parse_severity)]
+    pub fail_on: Option<Severity>,
+    /// Print only the one-line verdict, whatever the format.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Follow one growing input (a file being written, or `-`): report
+    /// each finding as it appears, and the verdict when the input ends or
+    /// on Ctrl-C.
+    #[arg(long)]
+    pub follow: bool,
+    /// Leave out the findings recorded in FILE (made by `coroner baseline
+    /// create`); the root cause is chosen from what is left.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_baseline")]
+    pub baseline: Option<PathBuf>,
+    /// Do not use the baseline named in coroner.toml.
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// Leave out the findings of rule RULE (repeatable; replaces `ignore`
+    /// of coroner.toml).
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// Make file paths in sarif and github output relative to DIR
+    /// [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub path_prefix: Option<PathBuf>,
     #[command(flatten)]
     pub rule_args: RuleArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// The formats of `coroner analyze`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// Readable report for a terminal.
+    Human,
+    /// The versioned JSON report.
+    Json,
+    /// SARIF 2.1.0, for code scanning (GitHub upload-sarif).
+    Sarif,
+    /// GitHub Actions workflow commands (annotations) and a verdict.
+    Github,
+    /// A Markdown summary ($GITHUB_STEP_SUMMARY, merge-request comments).
+    Markdown,
+    /// JUnit XML (GitLab, Jenkins test reports).
+    Junit,
+    /// JSON Lines: each finding as soon as it is seen, then the verdict.
+    Jsonl,
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,6 +3,7 @@
 
 mod args;
 mod commands;
+mod config;
 mod exit;
 mod output;
 
@@ -15,6 +16,7 @@ fn main() -> std::process::ExitCode {
         args::Command::Analyze(a) => commands::analyze::run(&a),
         args::Command::Rules(r) => commands::rules::run(&r),
         args::Command::Explain(e) => commands::explain::run(&e),
+        args::Command::Baseline(args::BaselineCommand::Create(b)) => commands::baseline::create(&b),
     };
     code.into()
 }

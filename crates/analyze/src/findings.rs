@@ -10,7 +10,7 @@ const MAX_EVIDENCE: usize = 3;
 /// Characters of a line kept in evidence.
 pub(crate) const MAX_EVIDENCE_CHARS: usize = 400;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Entry {
     rule: usize,
     rank: Option<u32>,
@@ -165,25 +165,34 @@ impl FindingTable {
         self.entries.sort_by_key(|e| e.order);
         self.entries
             .into_iter()
-            .filter_map(|e| {
-                let rule = rules.rules().get(e.rule)?;
-                Some(Finding {
-                    rule: rule.id.clone(),
-                    category: rule.category,
-                    severity: rule.severity,
-                    role: rule.role,
-                    title: rule.title.clone(),
-                    message: rule.render_message(&e.captures),
-                    count: e.count,
-                    first_seen: e.first,
-                    evidence: e.evidence,
-                    captures: e.captures.into_iter().collect(),
-                    rank: e.rank,
-                    remediation: rule.remediation.clone(),
-                    references: rule.references.clone(),
-                })
-            })
+            .filter_map(|e| e.into_finding(rules))
             .collect()
+    }
+
+    /// The finding at `at` as it stands now.
+    pub(crate) fn snapshot(&self, at: usize, rules: &RuleSet) -> Option<Finding> {
+        self.entries.get(at).cloned()?.into_finding(rules)
+    }
+}
+
+impl Entry {
+    fn into_finding(self, rules: &RuleSet) -> Option<Finding> {
+        let rule = rules.rules().get(self.rule)?;
+        Some(Finding {
+            rule: rule.id.clone(),
+            category: rule.category,
+            severity: rule.severity,
+            role: rule.role,
+            title: rule.title.clone(),
+            message: rule.render_message(&self.captures),
+            count: self.count,
+            first_seen: self.first,
+            evidence: self.evidence,
+            captures: self.captures.into_iter().collect(),
+            rank: self.rank,
+            remediation: rule.remediation.clone(),
+            references: rule.references.clone(),
+        })
     }
 }
 

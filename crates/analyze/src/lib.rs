@@ -13,18 +13,46 @@ pub mod root_cause;
 mod scan;
 mod split;
 
-use coroner_ingest::{discover, open, Input, InputSource, Opened};
-use coroner_model::{InputError, InputKind, InputSummary, Report, Stats, Tool, SCHEMA_VERSION};
+use coroner_ingest::{discover, open, Follow, Input, InputSource, Opened};
+use coroner_model::{
+    Finding, InputError, InputKind, InputSummary, Report, Stats, Tool, SCHEMA_VERSION,
+};
 use coroner_rules::RuleSet;
 use findings::FindingTable;
 use scan::scan_text;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
+
+/// How to analyse.
+#[derive(Clone, Copy, Default)]
+pub struct Options<'a> {
+    /// Follow the inputs as they grow: hand lines to the rules as they
+    /// arrive and, at the end of a file, wait for more until the flag is
+    /// set (standard input ends when its writer closes it).
+    pub follow: Option<&'a AtomicBool>,
+    /// Called, from any scanning thread, with each finding as soon as it
+    /// is first seen.
+    pub on_finding: Option<&'a (dyn Fn(&Finding) + Sync)>,
+}
+
+impl std::fmt::Debug for Options<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("follow", &self.follow.is_some())
+            .field("on_finding", &self.on_finding.is_some())
+            .finish()
+    }
+}
 
 /// Analyses the inputs named by `paths` (files, directories, `-`) as one
 /// incident.
 pub fn analyze(paths: &[String], rules: &RuleSet) -> Report {
+    analyze_with(paths, rules, Options::default())
+}
+
+/// [`analyze`], with options.
+pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> Report {
     let started = Instant::now();
     let discovery = discover(paths);
     let mut inputs = Vec::new();
@@ -35,10 +63,14 @@ pub fn analyze(paths: &[String], rules: &RuleSet) -> Report {
     // Cores left over when there are fewer inputs than cores go to
     // scanning large files in parts.
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let parts = (cores / discovery.inputs.len().max(1)).max(1);
+    let parts = if options.follow.is_some() {
+        1
+    } else {
+        (cores / discovery.inputs.len().max(1)).max(1)
+    };
     let scanned = parallel_map(&discovery.inputs, |index, input| {
         let mut own = FindingTable::for_input(index);
-        let summary = analyze_input(input, rules, &mut own, parts);
+        let summary = analyze_input(input, rules, &mut own, parts, options);
         (summary, own)
     });
     for (summary, own) in scanned {
@@ -142,6 +174,7 @@ fn analyze_input(
     rules: &RuleSet,
     table: &mut FindingTable,
     parts: usize,
+    options: Options<'_>,
 ) -> InputSummary {
     let opened = match open(input) {
         Ok(o) => o,
@@ -167,14 +200,27 @@ fn analyze_input(
                     kind,
                     parts,
                 };
-                if split::scan_split(input, &file, rules, table, &mut summary).is_err() {
+                if split::scan_split(input, &file, rules, table, &mut summary, options.on_finding).is_err() {
                     summary.errors.push(InputError {
                         message: "cannot reopen the file to scan it in parts".to_owned(),
                         offset: None,
                     });
                 }
             }
-            None => scan_text(input, kind, opened.reader, rules, table, &mut summary),
+            None => {
+                let live = options.follow.is_some();
+                let reader: Box<dyn std::io::Read + Send> = match (options.follow, &input.source) {
+                    (Some(stop), InputSource::File(_)) => Box::new(Follow::new(opened.reader, stop)),
+                    _ => opened.reader,
+                };
+                let part = scan::Part {
+                    reader,
+                    offset: 0,
+                    after: None::<&[u8]>,
+                    live,
+                };
+                scan::scan_part(input, kind, part, rules, table, &mut summary, options.on_finding);
+            }
         },
         InputKind::ElfCore | InputKind::CudaGpuCore => summary.notes.push(format!(
             "{} detected; this version of coroner does not analyse core dumps yet, so it contributed no findings",

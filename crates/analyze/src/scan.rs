@@ -14,7 +14,7 @@
 use crate::findings::{cap_chars, EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use coroner_ingest::{clean_line, Block, BlockReader, MAX_LINE};
 use coroner_logs::strip_rank_prefix;
-use coroner_model::{Context, InputError, InputKind, InputSummary};
+use coroner_model::{Context, Finding, InputError, InputKind, InputSummary};
 use coroner_rules::{Line, Match, RuleSet, Scanner};
 use std::collections::VecDeque;
 use std::io::Read;
@@ -64,6 +64,8 @@ impl Recent {
 
 /// The state of one input's scan.
 struct TextScan<'a> {
+    rules: &'a RuleSet,
+    on_finding: OnFinding<'a>,
     input: &'a str,
     input_rank: Option<u32>,
     scanner: Scanner<'a>,
@@ -87,18 +89,13 @@ pub(crate) fn scan_text(
     table: &mut FindingTable,
     summary: &mut InputSummary,
 ) {
-    scan_part(
-        input,
-        kind,
-        Part {
-            reader,
-            offset: 0,
-            after: None::<&[u8]>,
-        },
-        rules,
-        table,
-        summary,
-    );
+    let part = Part {
+        reader,
+        offset: 0,
+        after: None::<&[u8]>,
+        live: false,
+    };
+    scan_part(input, kind, part, rules, table, summary, None);
 }
 
 /// A run of lines of an input: where it starts, and what follows it.
@@ -110,7 +107,13 @@ pub(crate) struct Part<R, A> {
     /// The input after the part, read only as far as needed to complete
     /// rule windows and evidence context open at the part's end.
     pub after: Option<A>,
+    /// Hand lines to the rules as soon as they arrive (following a growing
+    /// input) rather than a full buffer at a time.
+    pub live: bool,
 }
+
+/// Called with each new finding when it is first seen.
+pub(crate) type OnFinding<'a> = Option<&'a (dyn Fn(&Finding) + Sync)>;
 
 /// Lines read past the end of a part at most, to complete open windows.
 const AFTER_PART_LINES: usize = 256;
@@ -124,9 +127,16 @@ pub(crate) fn scan_part(
     rules: &RuleSet,
     table: &mut FindingTable,
     summary: &mut InputSummary,
+    on_finding: OnFinding<'_>,
 ) {
-    let mut blocks = BlockReader::new(part.reader);
+    let mut blocks = if part.live {
+        BlockReader::live(part.reader)
+    } else {
+        BlockReader::new(part.reader)
+    };
     let mut scan = TextScan {
+        rules,
+        on_finding,
         input: &input.display,
         input_rank: input.rank,
         scanner: Scanner::new(rules, kind),
@@ -171,6 +181,17 @@ pub(crate) fn scan_part(
 }
 
 impl TextScan<'_> {
+    /// Tells the caller about a finding seen for the first time (`slot`
+    /// is its first evidence).
+    fn announce(&self, slot: Option<EvidenceSlot>) {
+        let (Some(notify), Some((at, 0))) = (self.on_finding, slot) else {
+            return;
+        };
+        if let Some(finding) = self.table.snapshot(at, self.rules) {
+            notify(&finding);
+        }
+    }
+
     /// Whether every line must be looked at: a rule window or an evidence
     /// context is open.
     fn waiting(&self) -> bool {
@@ -211,10 +232,13 @@ impl TextScan<'_> {
                     rank: prefixed.rank,
                 };
                 self.scanner.feed_open_windows(&line, &mut self.matches);
-                for m in self.matches.drain(..) {
+                let matches = std::mem::take(&mut self.matches);
+                for m in matches {
                     let recent = &self.recent;
-                    self.table
+                    let slot = self
+                        .table
                         .record(m, self.input, self.input_rank, |n| recent.context(n));
+                    self.announce(slot);
                 }
                 offset += raw.len() as u64 + 1;
             }
@@ -325,12 +349,14 @@ impl TextScan<'_> {
             rank: prefixed.rank,
         };
         self.scanner.feed(&line, &mut self.matches);
-        for m in self.matches.drain(..) {
+        let matches = std::mem::take(&mut self.matches);
+        for m in matches {
             let anchor_line = m.lines.first().map_or(number, |l| l.number);
             let recent = &self.recent;
             let slot = self
                 .table
                 .record(m, self.input, self.input_rank, |n| recent.context(n));
+            self.announce(slot);
             if let Some(slot) = slot {
                 if anchor_line == number {
                     self.open_after.push(slot);

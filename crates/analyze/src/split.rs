@@ -7,7 +7,7 @@
 //! only to complete the rule windows and evidence contexts open there.
 
 use crate::findings::FindingTable;
-use crate::scan::{scan_part, Part};
+use crate::scan::{scan_part, OnFinding, Part};
 use coroner_ingest::Input;
 use coroner_model::{InputKind, InputSummary};
 use coroner_rules::RuleSet;
@@ -38,6 +38,7 @@ pub(crate) fn scan_split(
     rules: &RuleSet,
     table: &mut FindingTable,
     summary: &mut InputSummary,
+    on_finding: OnFinding<'_>,
 ) -> io::Result<()> {
     let SplitFile {
         path,
@@ -62,8 +63,17 @@ pub(crate) fn scan_split(
                         reader: file.take(end - start),
                         offset: start,
                         after: (end < size).then_some(after),
+                        live: false,
                     };
-                    scan_part(input, kind, part, rules, &mut part_table, &mut part_summary);
+                    scan_part(
+                        input,
+                        kind,
+                        part,
+                        rules,
+                        &mut part_table,
+                        &mut part_summary,
+                        on_finding,
+                    );
                     Ok((part_table, part_summary))
                 })
             })
@@ -209,7 +219,7 @@ mod tests {
                 kind: InputKind::Log,
                 parts,
             };
-            scan_split(&input, &file, &rules, &mut split, &mut split_summary)
+            scan_split(&input, &file, &rules, &mut split, &mut split_summary, None)
                 .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(split_summary.lines, whole_summary.lines, "{parts} parts");
             assert_eq!(split_summary.bytes, whole_summary.bytes, "{parts} parts");

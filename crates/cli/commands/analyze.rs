@@ -1,10 +1,69 @@
-use crate::args::{AnalyzeArgs, Format};
+use super::baseline::{self, Baseline};
+use crate::args::{AnalyzeArgs, ReportFormat};
+use crate::config;
 use crate::exit::ExitCode;
 use crate::output;
+use coroner_model::Finding;
+use coroner_model::Severity;
+use coroner_report::PathBase;
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set on Ctrl-C while following: the input then counts as ended.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Whether `paths` can be followed: one file, or standard input.
+fn followable(paths: &[String]) -> Result<(), String> {
+    match paths {
+        [one] if one == "-" || std::path::Path::new(one).is_file() => Ok(()),
+        [one] => Err(format!("needs a file or `-`, and `{one}` is not a file")),
+        _ => Err("follows one input at a time".to_owned()),
+    }
+}
 
 pub fn run(args: &AnalyzeArgs) -> ExitCode {
-    let Some(rules) = super::load_rules(&args.rule_args) else {
+    let config = match config::resolve(&args.config) {
+        Ok(c) => c,
+        Err(msg) => {
+            output::eprint(&format!("coroner: {msg}\n"));
+            return ExitCode::ToolError;
+        }
+    };
+    // Command-line flags win over coroner.toml; a list given on the
+    // command line replaces the file's.
+    let mut rule_args = args.rule_args.clone();
+    if rule_args.rules.is_empty() {
+        if let Some(c) = &config {
+            rule_args.rules = c.rules.clone();
+        }
+    }
+    let ignore = if args.ignore.is_empty() {
+        config
+            .as_ref()
+            .map(|c| c.ignore.clone())
+            .unwrap_or_default()
+    } else {
+        args.ignore.clone()
+    };
+    let fail_on = args
+        .fail_on
+        .or(config.as_ref().and_then(|c| c.fail_on))
+        .unwrap_or(Severity::Error);
+    let baseline_path = if args.no_baseline {
+        None
+    } else {
+        args.baseline
+            .clone()
+            .or_else(|| config.as_ref().and_then(|c| c.baseline.clone()))
+    };
+    let baseline = match baseline_path.as_deref().map(Baseline::load).transpose() {
+        Ok(b) => b,
+        Err(msg) => {
+            output::eprint(&format!("coroner: {msg}\n"));
+            return ExitCode::ToolError;
+        }
+    };
+    let Some(rules) = super::load_rules(&rule_args) else {
         return ExitCode::ToolError;
     };
     let mut paths = args.paths.clone();
@@ -15,22 +74,91 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
         }
         paths.push("-".to_owned());
     }
-    let report = coroner_analyze::analyze(&paths, &rules);
     let format = args.format.unwrap_or(if output::stdout_is_terminal() {
-        Format::Human
+        ReportFormat::Human
     } else {
-        Format::Json
+        ReportFormat::Json
     });
-    let text = match format {
-        Format::Human => coroner_report::human::render(&report, output::stdout_style()),
-        Format::Json => coroner_report::json::render(&report),
+    if args.follow {
+        if let Err(msg) = followable(&paths) {
+            output::eprint(&format!("coroner: --follow {msg}\n"));
+            return ExitCode::ToolError;
+        }
+        // Ctrl-C ends following; the verdict is still printed.
+        let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
+    }
+    // Findings are announced as soon as they are seen in JSON Lines, and
+    // as one line each in the human format while following.
+    let announce = |f: &Finding| {
+        if ignore.contains(&f.rule) || baseline.as_ref().is_some_and(|b| b.contains(f)) {
+            return;
+        }
+        let line = match format {
+            ReportFormat::Jsonl => coroner_report::jsonl::finding(f),
+            _ => coroner_report::human::announcement(f),
+        };
+        output::print(&line);
+    };
+    let streaming = !args.quiet
+        && (format == ReportFormat::Jsonl || (args.follow && format == ReportFormat::Human));
+    let options = coroner_analyze::Options {
+        follow: args.follow.then_some(&STOP),
+        on_finding: streaming.then_some(&announce as &(dyn Fn(&Finding) + Sync)),
+    };
+    let mut report = coroner_analyze::analyze_with(&paths, &rules, options);
+    if !args.quiet {
+        super::warn_unknown_rules(&ignore, &rules);
+    }
+    let suppressed = baseline::apply(&mut report, &ignore, baseline.as_ref());
+    if !args.quiet && (suppressed.ignored > 0 || suppressed.baselined > 0) {
+        let mut parts = Vec::new();
+        if suppressed.baselined > 0 {
+            let file = baseline_path
+                .as_deref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            parts.push(format!("{} by baseline {file}", suppressed.baselined));
+        }
+        if suppressed.ignored > 0 {
+            parts.push(format!("{} by ignore", suppressed.ignored));
+        }
+        output::eprint(&format!(
+            "coroner: {} finding(s) left out ({})\n",
+            suppressed.ignored + suppressed.baselined,
+            parts.join(", ")
+        ));
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let base = PathBase {
+        cwd,
+        prefix: args.path_prefix.clone(),
+    };
+    let text = if args.quiet {
+        for input in &report.inputs {
+            for e in &input.errors {
+                output::eprint(&format!("coroner: {}: {}\n", input.path, e.message));
+            }
+        }
+        let mut line = coroner_report::verdict(&report);
+        line.push('\n');
+        line
+    } else {
+        match format {
+            ReportFormat::Human => coroner_report::human::render(&report, output::stdout_style()),
+            ReportFormat::Json => coroner_report::json::render(&report),
+            ReportFormat::Sarif => coroner_report::sarif::render(&report, &base),
+            ReportFormat::Github => coroner_report::github::render(&report, &base),
+            ReportFormat::Markdown => coroner_report::markdown::render(&report),
+            ReportFormat::Junit => coroner_report::junit::render(&report, fail_on),
+            ReportFormat::Jsonl => coroner_report::jsonl::verdict(&report),
+        }
     };
     if !output::print(&text) {
         return ExitCode::ToolError;
     }
     if report.has_input_errors() {
         ExitCode::ToolError
-    } else if report.max_severity().is_some_and(|s| s >= args.fail_on) {
+    } else if report.max_severity().is_some_and(|s| s >= fail_on) {
         ExitCode::Findings
     } else {
         ExitCode::Clean

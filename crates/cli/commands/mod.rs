@@ -1,4 +1,5 @@
 pub mod analyze;
+pub mod baseline;
 pub mod explain;
 pub mod rules;
 
@@ -29,4 +30,16 @@ pub fn report_rule_errors(errors: &[coroner_rules::RuleError]) {
         output::eprint(&coroner_report::diagnostic::render(e, style));
     }
     output::eprint(&format!("coroner: {} rule error(s)\n", errors.len()));
+}
+
+/// Warns on stderr about `--ignore` / `ignore` ids that name no loaded rule
+/// (a typo would otherwise silently ignore nothing).
+pub fn warn_unknown_rules(ignore: &[String], rules: &RuleSet) {
+    for id in ignore {
+        if rules.get(id).is_none() {
+            output::eprint(&format!(
+                "coroner: warning: ignored rule `{id}` is not among the loaded rules\n"
+            ));
+        }
+    }
 }

@@ -48,6 +48,9 @@ pub struct BlockReader<R> {
     skipping: bool,
     /// A read error, reported once the bytes read before it are used.
     error: Option<io::Error>,
+    /// Hand out lines as soon as a read brings them, rather than filling
+    /// the buffer first (for following a growing input).
+    live: bool,
 }
 
 impl<R: Read> BlockReader<R> {
@@ -67,6 +70,17 @@ impl<R: Read> BlockReader<R> {
             eof: false,
             skipping: false,
             error: None,
+            live: false,
+        }
+    }
+
+    /// A reader that hands out whole lines as soon as they arrive: for a
+    /// pipe or a file being written, where waiting for a full buffer would
+    /// hold findings back.
+    pub fn live(inner: R) -> Self {
+        BlockReader {
+            live: true,
+            ..Self::new(inner)
         }
     }
 
@@ -152,7 +166,13 @@ impl<R: Read> BlockReader<R> {
         while !self.eof && self.filled < self.buf.len() {
             match self.inner.read(&mut self.buf[self.filled..]) {
                 Ok(0) => self.eof = true,
-                Ok(n) => self.filled += n,
+                Ok(n) => {
+                    let new = self.filled..self.filled + n;
+                    self.filled += n;
+                    if self.live && memchr::memchr(b'\n', &self.buf[new]).is_some() {
+                        return;
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     self.error = Some(e);
@@ -198,6 +218,34 @@ mod tests {
         assert_eq!(got[0], ("012345".into(), 0, true));
         assert_eq!(got[1], ("next\n".into(), 14, false));
         assert_eq!(got.len(), 2);
+    }
+
+    #[test]
+    fn a_live_reader_hands_out_lines_before_its_buffer_is_full() {
+        struct Chunks(Vec<&'static [u8]>, usize);
+        impl Read for Chunks {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                self.1 += 1;
+                let Some(chunk) = self.0.first().copied() else {
+                    return Ok(0);
+                };
+                self.0.remove(0);
+                buf[..chunk.len()].copy_from_slice(chunk);
+                Ok(chunk.len())
+            }
+        }
+        let mut r = BlockReader::live(Chunks(vec![b"first\nsec", b"ond\n"], 0));
+        match r.next_block() {
+            Ok(Some(Block::Lines { bytes, .. })) => assert_eq!(bytes, b"first\n"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r.inner.1, 1, "one read was enough");
+        match r.next_block() {
+            Ok(Some(Block::Lines { bytes, offset })) => {
+                assert_eq!((bytes, offset), (&b"second\n"[..], 6))
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

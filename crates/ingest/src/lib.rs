@@ -9,13 +9,16 @@
 //!   line longer than the read buffer is cut to [`MAX_LINE`] bytes, never
 //!   buffered whole.
 //! - [`clean_line`] removes what terminals add (CR, ANSI colour codes).
+//! - [`Follow`] reads a file that is still being written, as `tail -f`.
 
 mod blocks;
 mod clean;
 mod discover;
+mod follow;
 mod open;
 
 pub use blocks::{Block, BlockReader, BLOCK_LEN, MAX_LINE};
 pub use clean::clean_line;
 pub use discover::{discover, rank_from_path, Discovery, Input, InputSource};
+pub use follow::Follow;
 pub use open::{detect_kind, open, Compression, Opened};

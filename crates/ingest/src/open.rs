@@ -82,15 +82,24 @@ pub fn open(input: &Input) -> io::Result<Opened> {
     })
 }
 
-/// Reads up to `n` bytes and returns them together with a reader that
-/// yields the whole stream again from its first byte.
+/// Reads up to `n` bytes (less when a read brings a whole line) and
+/// returns them together with a reader that yields the whole stream again
+/// from its first byte.
 fn peek(mut r: Box<dyn Read + Send>, n: usize) -> io::Result<(Vec<u8>, Box<dyn Read + Send>)> {
     let mut head = vec![0; n];
     let mut filled = 0;
     while filled < n {
         match r.read(&mut head[filled..]) {
             Ok(0) => break,
-            Ok(k) => filled += k,
+            Ok(k) => {
+                filled += k;
+                // A pipe hands over what it has: a whole line is enough to
+                // go on with, rather than waiting for more that may only
+                // come later (or never, while a job is still running).
+                if memchr::memchr(b'\n', &head[filled - k..filled]).is_some() {
+                    break;
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if filled == 0 => return Err(e),
             Err(e) => {

@@ -65,6 +65,16 @@ pub fn render(report: &Report, style: Style) -> String {
     out
 }
 
+/// One line announcing a finding as soon as it is seen (following a live
+/// input).
+pub fn announcement(f: &Finding) -> String {
+    let rank = f.rank.map(|r| format!(" rank {r}")).unwrap_or_default();
+    format!(
+        "coroner: {} {} [{}]{rank} at {}:{}: {}\n",
+        f.severity, f.rule, f.category, f.first_seen.input, f.first_seen.line, f.message
+    )
+}
+
 fn write_secondary(out: &mut String, f: &Finding, style: Style) {
     let paint = Paint(style.color);
     let count = if f.count > 1 {

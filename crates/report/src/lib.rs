@@ -7,12 +7,27 @@
 //! - [`diagnostic`] renders any miette diagnostic (rule-file errors) with
 //!   the same theme.
 //! - [`explain`] renders the answers of `coroner explain`.
+//! - [`jsonl`] writes each finding as soon as it is seen, then a verdict.
+//! - [`sarif`], [`github`], [`markdown`] and [`junit`] write the formats
+//!   that CI systems read: SARIF 2.1.0 for code scanning, GitHub Actions
+//!   workflow commands (annotations), a Markdown summary for job summaries
+//!   and merge-request comments, and JUnit XML for test-report widgets.
+//! - [`verdict`] is the one-line answer that `--quiet` prints and the CI
+//!   formats end with.
 
 pub mod diagnostic;
 pub mod explain;
+pub mod github;
 pub mod human;
 pub mod json;
+pub mod jsonl;
+pub mod junit;
+pub mod markdown;
+pub mod sarif;
 mod snippet;
+
+use coroner_model::{Category, Finding, Report};
+use std::path::{Component, Path, PathBuf};
 
 /// How to style terminal output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,5 +44,156 @@ impl Default for Style {
             color: false,
             width: 80,
         }
+    }
+}
+
+/// The one-line verdict: `coroner: root cause gpu-oom (rank 1) — <summary>`
+/// or `coroner: no root cause found (unknown)`. Never contains a newline.
+pub fn verdict(report: &Report) -> String {
+    let root = &report.root_cause;
+    if root.category == Category::Unknown {
+        return "coroner: no root cause found (unknown)".to_owned();
+    }
+    let rank = root
+        .rank
+        .map(|r| format!(" (rank {r})"))
+        .unwrap_or_default();
+    format!(
+        "coroner: root cause {}{rank} \u{2014} {}",
+        root.category,
+        one_line(&root.summary)
+    )
+}
+
+/// The finding behind the root cause: the report's first finding when its
+/// rule is the root cause's.
+pub fn root_finding(report: &Report) -> Option<&Finding> {
+    report.findings.first().filter(|f| {
+        report.root_cause.category != Category::Unknown
+            && report.root_cause.rule.as_deref() == Some(f.rule.as_str())
+    })
+}
+
+/// `text` with every run of whitespace (newlines included) made one space.
+pub(crate) fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Where the CI formats make input paths relative to: the repository or
+/// workspace root that annotations and code-scanning alerts are shown
+/// against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathBase {
+    /// The directory relative input paths were given from (the current
+    /// directory).
+    pub cwd: PathBuf,
+    /// The directory to make paths relative to; `cwd` when absent. A
+    /// relative prefix is taken from `cwd`.
+    pub prefix: Option<PathBuf>,
+}
+
+impl PathBase {
+    /// Paths relative to `cwd`.
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        PathBase {
+            cwd: cwd.into(),
+            prefix: None,
+        }
+    }
+
+    /// `input` (a report's display path) relative to the base, with forward
+    /// slashes, when it lies under the base; `Err` with the absolute path
+    /// otherwise. `None` for standard input (`-`).
+    pub fn relative(&self, input: &str) -> Option<Result<String, String>> {
+        if input == "-" {
+            return None;
+        }
+        let absolute = normalize(&self.cwd.join(input));
+        let base = match &self.prefix {
+            Some(p) => normalize(&self.cwd.join(p)),
+            None => normalize(&self.cwd),
+        };
+        Some(match absolute.strip_prefix(&base) {
+            Ok(rel) if rel.as_os_str().is_empty() => Err(slashes(&absolute)),
+            Ok(rel) => Ok(slashes(rel)),
+            Err(_) => Err(slashes(&absolute)),
+        })
+    }
+
+    /// A path for display in annotations: relative when possible, absolute
+    /// otherwise; `None` for standard input.
+    pub fn display(&self, input: &str) -> Option<String> {
+        self.relative(input).map(|r| r.unwrap_or_else(|abs| abs))
+    }
+}
+
+/// `path` with `.` and `..` components resolved lexically (symbolic links
+/// are not followed: the path stays the one the user named).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push(c);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The path's components joined with `/`.
+fn slashes(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.components() {
+        match c {
+            Component::RootDir => out.push('/'),
+            Component::Prefix(p) => out.push_str(&p.as_os_str().to_string_lossy()),
+            other => {
+                if !out.is_empty() && !out.ends_with('/') {
+                    out.push('/');
+                }
+                out.push_str(&other.as_os_str().to_string_lossy());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_made_relative_to_the_base() {
+        let base = PathBase::new("/repo");
+        assert_eq!(
+            base.relative("logs/a.log"),
+            Some(Ok("logs/a.log".to_owned()))
+        );
+        assert_eq!(
+            base.relative("./logs/../logs/a.log"),
+            Some(Ok("logs/a.log".to_owned()))
+        );
+        assert_eq!(
+            base.relative("/repo/x/b.log"),
+            Some(Ok("x/b.log".to_owned()))
+        );
+        assert_eq!(
+            base.relative("/elsewhere/c.log"),
+            Some(Err("/elsewhere/c.log".to_owned()))
+        );
+        assert_eq!(base.relative("-"), None);
+        let prefixed = PathBase {
+            cwd: "/repo".into(),
+            prefix: Some("logs".into()),
+        };
+        assert_eq!(
+            prefixed.relative("logs/a.log"),
+            Some(Ok("a.log".to_owned()))
+        );
     }
 }

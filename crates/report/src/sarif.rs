@@ -1,0 +1,254 @@
+//! SARIF 2.1.0, for code-scanning tools (GitHub's `upload-sarif`, GitLab,
+//! IDE viewers).
+//!
+//! One run. `tool.driver.rules` lists the rules that fired, each once;
+//! every finding becomes one result pointing at its rule by id and index,
+//! with one location per evidence line. The root cause's result comes first
+//! and carries `properties.rootCause = true`. Artifact URIs are relative to
+//! the [`PathBase`] (forward slashes, percent-encoded), or absolute `file:`
+//! URIs for inputs outside it; standard input has no location.
+
+use crate::{root_finding, PathBase};
+use coroner_model::{Finding, Report, Severity};
+use serde_json::{json, Map, Value};
+
+/// The schema the output follows.
+pub const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+
+/// Renders `report` as a SARIF 2.1.0 log, pretty-printed, with a trailing
+/// newline.
+pub fn render(report: &Report, base: &PathBase) -> String {
+    let mut out = serde_json::to_string_pretty(&log(report, base))
+        .unwrap_or_else(|e| format!("{{\"error\":\"cannot serialise SARIF: {e}\"}}"));
+    out.push('\n');
+    out
+}
+
+/// The SARIF level of a severity.
+pub fn level(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Critical | Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    }
+}
+
+/// The SARIF log as a JSON value.
+pub fn log(report: &Report, base: &PathBase) -> Value {
+    let root = root_finding(report);
+    let mut rule_ids: Vec<&str> = Vec::new();
+    let mut rules = Vec::new();
+    for f in &report.findings {
+        if !rule_ids.contains(&f.rule.as_str()) {
+            rule_ids.push(&f.rule);
+            rules.push(rule(f));
+        }
+    }
+    let results: Vec<Value> = report
+        .findings
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let index = rule_ids.iter().position(|r| *r == f.rule).unwrap_or(0);
+            result(f, index, i == 0 && root.is_some(), base)
+        })
+        .collect();
+    let root_cause = &report.root_cause;
+    let notifications: Vec<Value> = report
+        .inputs
+        .iter()
+        .flat_map(|input| {
+            input.errors.iter().map(move |e| {
+                json!({
+                    "level": "error",
+                    "message": {"text": format!("{}: {}", input.path, e.message)},
+                })
+            })
+        })
+        .collect();
+    let mut invocation = json!({ "executionSuccessful": notifications.is_empty() });
+    if !notifications.is_empty() {
+        invocation["toolExecutionNotifications"] = Value::Array(notifications);
+    }
+    json!({
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {
+                "driver": {
+                    "name": report.tool.name,
+                    "version": report.tool.version,
+                    "semanticVersion": report.tool.version,
+                    "rules": rules,
+                }
+            },
+            "invocations": [invocation],
+            "results": results,
+            "properties": {
+                "rootCause": {
+                    "category": root_cause.category.as_str(),
+                    "rule": root_cause.rule,
+                    "rank": root_cause.rank,
+                    "summary": root_cause.summary,
+                }
+            }
+        }]
+    })
+}
+
+fn rule(f: &Finding) -> Value {
+    let mut help_text = String::new();
+    let mut help_md = String::new();
+    for (i, step) in f.remediation.iter().enumerate() {
+        help_text.push_str(&format!("{}. {}\n", i + 1, step));
+        help_md.push_str(&format!("{}. {}\n", i + 1, step));
+    }
+    if !f.references.is_empty() {
+        help_text.push_str("\nReferences:\n");
+        help_md.push_str("\n**References**\n\n");
+        for r in &f.references {
+            help_text.push_str(&format!("- {r}\n"));
+            help_md.push_str(&format!("- {r}\n"));
+        }
+    }
+    if help_text.is_empty() {
+        help_text = f.title.clone();
+        help_md = f.title.clone();
+    }
+    let full = if f.message.is_empty() {
+        &f.title
+    } else {
+        &f.message
+    };
+    json!({
+        "id": f.rule,
+        "name": pascal_case(&f.rule),
+        "shortDescription": {"text": non_empty(&f.title, &f.rule)},
+        "fullDescription": {"text": non_empty(full, &f.rule)},
+        "help": {"text": help_text.trim_end(), "markdown": help_md.trim_end()},
+        "defaultConfiguration": {"level": level(f.severity)},
+        "properties": {
+            "category": f.category.as_str(),
+            "severity": f.severity.as_str(),
+            "role": f.role.as_str(),
+            "tags": [f.category.as_str(), f.role.as_str()],
+        }
+    })
+}
+
+fn result(f: &Finding, rule_index: usize, is_root: bool, base: &PathBase) -> Value {
+    let locations: Vec<Value> = f
+        .evidence
+        .iter()
+        .filter_map(|e| {
+            let uri = match base.relative(&e.input)? {
+                Ok(rel) => encode_path(&rel),
+                Err(abs) => file_uri(&abs),
+            };
+            Some(json!({
+                "physicalLocation": {
+                    "artifactLocation": {"uri": uri},
+                    "region": {
+                        "startLine": e.line.max(1),
+                        "snippet": {"text": e.text},
+                    }
+                }
+            }))
+        })
+        .collect();
+    let mut properties = Map::new();
+    properties.insert("count".into(), json!(f.count));
+    properties.insert("rank".into(), json!(f.rank));
+    properties.insert("category".into(), json!(f.category.as_str()));
+    properties.insert("severity".into(), json!(f.severity.as_str()));
+    properties.insert("role".into(), json!(f.role.as_str()));
+    if is_root {
+        properties.insert("rootCause".into(), Value::Bool(true));
+    }
+    let mut result = json!({
+        "ruleId": f.rule,
+        "ruleIndex": rule_index,
+        "level": level(f.severity),
+        "message": {"text": non_empty(&f.message, &f.title)},
+        "properties": properties,
+    });
+    if !locations.is_empty() {
+        result["locations"] = Value::Array(locations);
+    }
+    result
+}
+
+fn non_empty<'a>(s: &'a str, fallback: &'a str) -> &'a str {
+    if s.trim().is_empty() {
+        fallback
+    } else {
+        s
+    }
+}
+
+/// `torch-cuda-out-of-memory` -> `TorchCudaOutOfMemory`.
+fn pascal_case(id: &str) -> String {
+    id.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut cs = w.chars();
+            cs.next()
+                .map(|c| c.to_ascii_uppercase().to_string() + cs.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// Percent-encodes a relative path for a URI reference: everything but
+/// RFC 3986 unreserved characters and `/` (a `:` is encoded so that the
+/// first segment is never read as a scheme).
+pub fn encode_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// An absolute path as a `file:` URI.
+fn file_uri(abs: &str) -> String {
+    let encoded = encode_path(abs);
+    if encoded.starts_with('/') {
+        format!("file://{encoded}")
+    } else {
+        // A Windows path such as `C:/x` (its colon encoded).
+        format!("file:///{encoded}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_percent_encoded() {
+        assert_eq!(encode_path("logs/a b%.log"), "logs/a%20b%25.log");
+        assert_eq!(encode_path("rank:1/é.log"), "rank%3A1/%C3%A9.log");
+        assert_eq!(file_uri("/tmp/x y"), "file:///tmp/x%20y");
+    }
+
+    #[test]
+    fn levels_follow_severity() {
+        assert_eq!(level(Severity::Critical), "error");
+        assert_eq!(level(Severity::Error), "error");
+        assert_eq!(level(Severity::Warning), "warning");
+        assert_eq!(level(Severity::Info), "note");
+    }
+
+    #[test]
+    fn rule_names_are_pascal_case() {
+        assert_eq!(
+            pascal_case("torch-cuda-out-of-memory"),
+            "TorchCudaOutOfMemory"
+        );
+    }
+}
