@@ -34,7 +34,7 @@ read -r rg_s rg_kb <<< "$(best rg -c -i error "$log")"; row "rg -c -i error" "$r
 read -r c_s c_kb <<< "$(best $bin analyze --format json "$log")"; row "coroner analyze FILE" "$c_s" "$c_kb"
 read -r p_s p_kb <<< "$(best sh -c "cat '$log' | $bin analyze --format json -")"; row "cat FILE | coroner analyze -" "$p_s" "$p_kb"
 python3 -c "print(f'coroner / rg wall-time ratio: {$c_s/max($rg_s,0.001):.1f}x')"
-$bin analyze --format json "$log" | python3 -c 'import json,sys; r=json.load(sys.stdin); f=r["findings"][0]; print("root cause found:", r["root_cause"]["category"], "at line", f["first_seen"]["line"])'
+$bin analyze --format json "$log" | python3 -c 'import json,sys; r=json.load(sys.stdin); f=r["findings"][0]; print("root cause found:", r["root_cause"]["category"], "at line", f["first_seen"]["line"])' || true
 
 dir=$tmp/ranks-${size}mb
 if [ ! -d "$dir" ]; then mkdir -p "$dir" && (cd "$dir" && split -n l/512 -d -a 3 --additional-suffix=.log "$log" rank); fi

@@ -11,15 +11,7 @@ import os
 import random
 import sys
 
-out, n = sys.argv[1], int(sys.argv[2])
-os.makedirs(out, exist_ok=True)
-random.seed(n)
-letters = "abcdefghijklmnopqrstuvwxyz"
-for i in range(n):
-    word = "".join(random.choice(letters) for _ in range(7))
-    rid = f"synthetic-{i:04d}"
-    with open(os.path.join(out, f"{rid}.toml"), "w") as f:
-        f.write(f'''id = "{rid}"
+TEMPLATE = """id = "{rid}"
 title = "Synthetic rule {i}"
 category = "python-error"
 severity = "error"
@@ -28,7 +20,7 @@ remediation = ["none"]
 
 [match]
 literals = ["{word} subsystem"]
-any = ['''{word} subsystem (?P<id>\\d+) failed''']
+any = ["{word} subsystem (?P<id>\\\\d+) failed"]
 
 [[examples]]
 fires = true
@@ -37,4 +29,14 @@ input = "{word} subsystem 7 failed"
 [[examples]]
 fires = false
 input = "{word} subsystem 7 started"
-''')
+"""
+
+out, n = sys.argv[1], int(sys.argv[2])
+os.makedirs(out, exist_ok=True)
+random.seed(n)
+letters = "abcdefghijklmnopqrstuvwxyz"
+for i in range(n):
+    word = "".join(random.choice(letters) for _ in range(7))
+    rid = f"synthetic-{i:04d}"
+    with open(os.path.join(out, f"{rid}.toml"), "w") as f:
+        f.write(TEMPLATE.format(rid=rid, i=i, word=word))

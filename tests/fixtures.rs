@@ -178,3 +178,58 @@ fn core_dumps_are_recognised_by_content() {
     assert_eq!(report["inputs"][1]["kind"], "cuda-gpu-core");
     assert_eq!(report["root_cause"]["category"], "unknown");
 }
+
+/// Real two-GPU NCCL incidents under torchrun: each directory (console
+/// output and torchrun's per-rank log files) is one incident.
+/// (directory, root-cause category, rank).
+const MULTI_GPU: &[(&str, &str, Option<u64>)] = &[
+    ("raise", "python-error", Some(1)),
+    ("kill", "host-oom", Some(1)),
+    ("oom", "gpu-oom", Some(1)),
+    ("mismatch", "collective-mismatch", Some(0)),
+];
+
+fn multi_gpu(case: &str) -> String {
+    let path = format!("fixtures/multi-gpu/{case}");
+    assert!(crate::util::root().join(&path).is_dir(), "missing {path}");
+    path
+}
+
+#[test]
+fn two_gpu_incidents_get_their_root_cause_and_first_failing_rank() {
+    for &(case, category, rank) in MULTI_GPU {
+        let (report, code) = analyze_json(&[&multi_gpu(case)]);
+        let root = &report["root_cause"];
+        assert_eq!(root["category"], category, "{case}");
+        assert_eq!(root["rank"].as_u64(), rank, "{case}");
+        assert_eq!(code, 1, "{case}");
+    }
+}
+
+#[test]
+fn a_stalled_rank_shows_as_a_collective_timeout() {
+    let (report, _) = analyze_json(&[&multi_gpu("stall")]);
+    let root = &report["root_cause"];
+    assert_eq!(root["category"], "collective-timeout");
+    assert!(
+        root["summary"].as_str().unwrap().contains("SeqNum=20"),
+        "{root}"
+    );
+}
+
+#[test]
+fn a_healthy_two_gpu_run_has_no_root_cause() {
+    let (report, code) = analyze_json(&[&multi_gpu("healthy")]);
+    assert_eq!(report["root_cause"]["category"], "unknown");
+    assert_eq!(code, 0);
+    let ranks: Vec<u64> = report["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["rank"].as_u64())
+        .collect();
+    assert!(
+        ranks.contains(&0) && ranks.contains(&1),
+        "per-rank files: {ranks:?}"
+    );
+}

@@ -114,9 +114,25 @@ fn file_input(path: &Path, explicit: bool) -> Input {
     }
 }
 
-/// The rank a file name states: `rank3.log`, `rank_3.txt`, `rank-03.err`,
-/// `train.rank3.log`.
+/// The rank a path states: a file name such as `rank3.log`, `rank_3.txt`,
+/// `rank-03.err` or `train.rank3.log`, or torchrun's `--log-dir` layout
+/// `.../attempt_0/3/stderr.log` (the local rank, which is the rank on a
+/// single node).
 pub fn rank_from_path(path: &Path) -> Option<u32> {
+    rank_from_name(path).or_else(|| torchrun_log_rank(path))
+}
+
+fn torchrun_log_rank(path: &Path) -> Option<u32> {
+    let rank_dir = path.parent()?;
+    let attempt = rank_dir.parent()?.file_name()?.to_string_lossy();
+    let digits = rank_dir.file_name()?.to_string_lossy();
+    if !attempt.starts_with("attempt_") || digits.is_empty() || digits.len() > 6 {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+fn rank_from_name(path: &Path) -> Option<u32> {
     let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
     let at = name.find("rank")?;
     let rest = name[at + 4..].trim_start_matches(['_', '-']);
@@ -138,5 +154,14 @@ mod tests {
         assert_eq!(rank_from_path(Path::new("train.rank-07.err")), Some(7));
         assert_eq!(rank_from_path(Path::new("ranking.log")), None);
         assert_eq!(rank_from_path(Path::new("rank3/out.log")), None);
+        assert_eq!(
+            rank_from_path(Path::new("logs/none_x1/attempt_0/1/stderr.log")),
+            Some(1)
+        );
+        assert_eq!(
+            rank_from_path(Path::new("logs/attempt_0/x/stderr.log")),
+            None
+        );
+        assert_eq!(rank_from_path(Path::new("runs/7/stderr.log")), None);
     }
 }
