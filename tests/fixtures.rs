@@ -187,6 +187,8 @@ const MULTI_GPU: &[(&str, &str, Option<u64>)] = &[
     ("kill", "host-oom", Some(1)),
     ("oom", "gpu-oom", Some(1)),
     ("mismatch", "collective-mismatch", Some(0)),
+    ("oom_backward", "gpu-oom", Some(1)),
+    ("stall", "collective-timeout", Some(1)),
 ];
 
 fn multi_gpu(case: &str) -> String {

@@ -6,7 +6,7 @@
 //! the summary says so. Warnings, info and context findings are never
 //! promoted: with nothing else, the answer is `unknown`.
 
-use coroner_model::{Finding, InputSummary, Role, RootCause, Severity};
+use coroner_model::{Category, Finding, InputSummary, Role, RootCause, Severity};
 
 /// Picks the root cause and returns the findings reordered: the root
 /// cause's finding first, then by severity (highest first) and first
@@ -39,6 +39,16 @@ pub fn choose(mut findings: Vec<Finding>, inputs: &[InputSummary]) -> (RootCause
     if !summary.ends_with('.') {
         summary.push('.');
     }
+    let mut rank = rank;
+    if primary.category == Category::CollectiveTimeout {
+        if let Some(lag) = lagging_rank(&findings) {
+            summary.push_str(&format!(
+                " Rank {} had issued only {} collectives when the others had issued {}: it never reached the collective that timed out, so look at what it was doing.",
+                lag.rank, lag.issued, lag.others
+            ));
+            rank = Some(lag.rank);
+        }
+    }
     if is_symptom {
         summary.push_str(
             " This is usually a consequence of a failure elsewhere (another rank, process or node) whose output is not among the inputs.",
@@ -56,6 +66,34 @@ pub fn choose(mut findings: Vec<Finding>, inputs: &[InputSummary]) -> (RootCause
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     findings.insert(0, primary);
     (root, findings)
+}
+
+/// A rank that issued fewer collectives than the others.
+#[derive(Debug, PartialEq, Eq)]
+struct Lag {
+    rank: u32,
+    issued: u64,
+    others: u64,
+}
+
+/// When ranks report how many collectives they had issued (a capture named
+/// `enqueued`), the rank that issued the fewest never reached the
+/// collective the others timed out in: the first rank to look at. `None`
+/// unless at least two ranks report and they differ.
+fn lagging_rank(findings: &[Finding]) -> Option<Lag> {
+    let mut issued: Vec<(u32, u64)> = findings
+        .iter()
+        .filter_map(|f| Some((f.rank?, f.captures.get("enqueued")?.parse().ok()?)))
+        .collect();
+    issued.sort_unstable();
+    issued.dedup_by_key(|(rank, _)| *rank);
+    let low = issued.iter().min_by_key(|(rank, n)| (*n, *rank))?;
+    let high = issued.iter().map(|(_, n)| *n).max()?;
+    (issued.len() >= 2 && low.1 < high).then_some(Lag {
+        rank: low.0,
+        issued: low.1,
+        others: high,
+    })
 }
 
 fn unknown_summary(findings: &[Finding], inputs: &[InputSummary]) -> String {
@@ -76,7 +114,7 @@ fn unknown_summary(findings: &[Finding], inputs: &[InputSummary]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coroner_model::{Category, Location};
+    use coroner_model::Location;
 
     fn finding(
         rule: &str,
@@ -180,6 +218,51 @@ mod tests {
         assert_eq!(root.category, Category::Unknown);
         assert_eq!(root.rule, None);
         assert_eq!(ordered.len(), 2);
+    }
+
+    #[test]
+    fn a_timeout_names_the_rank_that_issued_the_fewest_collectives() {
+        let timeout = |rank| {
+            let mut f = finding(
+                "watchdog",
+                Category::CollectiveTimeout,
+                Severity::Error,
+                Role::Cause,
+                5,
+            );
+            f.rank = Some(rank);
+            f
+        };
+        let progress = |rank, n: u64| {
+            let mut f = finding(
+                "progress",
+                Category::CollectiveTimeout,
+                Severity::Info,
+                Role::Context,
+                6,
+            );
+            f.rank = Some(rank);
+            f.captures.insert("enqueued".to_owned(), n.to_string());
+            f
+        };
+        let (root, _) = choose(
+            vec![
+                timeout(0),
+                progress(0, 20),
+                progress(1, 19),
+                progress(2, 20),
+            ],
+            &[],
+        );
+        assert_eq!(root.rank, Some(1));
+        assert!(
+            root.summary
+                .contains("Rank 1 had issued only 19 collectives"),
+            "{}",
+            root.summary
+        );
+        let (root, _) = choose(vec![timeout(0), progress(0, 20), progress(1, 20)], &[]);
+        assert_eq!(root.rank, Some(0), "no rank lags");
     }
 
     #[test]
