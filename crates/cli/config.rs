@@ -171,3 +171,40 @@ mod tests {
         assert!(parse("rules = [", p).is_err());
     }
 }
+
+/// What `coroner.toml` and the command line say together: flags win, and a
+/// list given on the command line replaces the file's.
+#[derive(Debug)]
+pub struct Settings {
+    /// The config file, when one was found.
+    pub file: Option<Config>,
+    /// Rule directories and built-in switch.
+    pub rule_args: crate::args::RuleArgs,
+    /// Rule ids whose findings are left out.
+    pub ignore: Vec<String>,
+}
+
+/// Finds the config file (unless disabled) and merges it with the flags.
+pub fn settings(
+    config: &ConfigArgs,
+    rule_args: &crate::args::RuleArgs,
+    ignore: &[String],
+) -> Result<Settings, String> {
+    let file = resolve(config)?;
+    let mut rule_args = rule_args.clone();
+    if rule_args.rules.is_empty() {
+        if let Some(c) = &file {
+            rule_args.rules = c.rules.clone();
+        }
+    }
+    let ignore = if ignore.is_empty() {
+        file.as_ref().map(|c| c.ignore.clone()).unwrap_or_default()
+    } else {
+        ignore.to_vec()
+    };
+    Ok(Settings {
+        file,
+        rule_args,
+        ignore,
+    })
+}

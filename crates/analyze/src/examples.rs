@@ -59,16 +59,7 @@ fn findings_in(set: &RuleSet, text: &str, kind: InputKind) -> Vec<Finding> {
         rank: None,
         explicit: true,
     };
-    let mut summary = InputSummary {
-        path: input.display.clone(),
-        kind: InputKind::Log,
-        compression: None,
-        bytes: 0,
-        lines: 0,
-        rank: None,
-        errors: Vec::new(),
-        notes: Vec::new(),
-    };
+    let mut summary = InputSummary::new(input.display.clone(), InputKind::Log);
     let mut table = FindingTable::for_input(0);
     scan_text(&input, kind, text.as_bytes(), set, &mut table, &mut summary);
     table.into_findings(set)

@@ -79,14 +79,8 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     }
     for (path, why) in &discovery.skipped {
         inputs.push(InputSummary {
-            path: path.clone(),
-            kind: InputKind::Binary,
-            compression: None,
-            bytes: 0,
-            lines: 0,
-            rank: None,
-            errors: Vec::new(),
             notes: vec![format!("skipped: {why}")],
+            ..InputSummary::new(path.clone(), InputKind::Binary)
         });
     }
     let findings = table.into_findings(rules);
@@ -155,17 +149,11 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync
 
 fn unreadable(path: &str, why: &str) -> InputSummary {
     InputSummary {
-        path: path.to_owned(),
-        kind: InputKind::Unreadable,
-        compression: None,
-        bytes: 0,
-        lines: 0,
-        rank: None,
         errors: vec![InputError {
             message: format!("cannot read: {why}"),
             offset: None,
         }],
-        notes: Vec::new(),
+        ..InputSummary::new(path, InputKind::Unreadable)
     }
 }
 
@@ -181,14 +169,9 @@ fn analyze_input(
         Err(e) => return unreadable(&input.display, &e.to_string()),
     };
     let mut summary = InputSummary {
-        path: input.display.clone(),
-        kind: opened.kind,
         compression: opened.compression.map(|c| c.as_str().to_owned()),
-        bytes: 0,
-        lines: 0,
         rank: input.rank,
-        errors: Vec::new(),
-        notes: Vec::new(),
+        ..InputSummary::new(input.display.clone(), opened.kind)
     };
     match opened.kind {
         kind if kind.is_text() => match splittable(input, &opened, parts) {

@@ -213,33 +213,8 @@ impl TextScan<'_> {
                     break;
                 }
                 fed += 1;
-                let number = self.line + fed as u64;
                 let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
-                let text = String::from_utf8_lossy(clean_line(
-                    &raw[..raw.len().min(MAX_LINE)],
-                    &mut self.cleaned,
-                ))
-                .into_owned();
-                let table = &mut *self.table;
-                self.open_after
-                    .retain(|&slot| table.add_after(slot, &text, CONTEXT_LINES));
-                let prefixed = strip_rank_prefix(&text);
-                let line = Line {
-                    number,
-                    offset,
-                    text: prefixed.rest,
-                    shown: &text,
-                    rank: prefixed.rank,
-                };
-                self.scanner.feed_open_windows(&line, &mut self.matches);
-                let matches = std::mem::take(&mut self.matches);
-                for m in matches {
-                    let recent = &self.recent;
-                    let slot = self
-                        .table
-                        .record(m, self.input, self.input_rank, |n| recent.context(n));
-                    self.announce(slot);
-                }
+                self.match_line(self.line + fed as u64, offset, raw, Feed::OpenWindows);
                 offset += raw.len() as u64 + 1;
             }
         }
@@ -322,23 +297,24 @@ impl TextScan<'_> {
     /// Handles one line: cleans, decodes, matches and records it.
     fn handle_line(&mut self, raw: &[u8], offset: u64, truncated: bool) {
         self.line += 1;
-        let number = self.line;
-        let raw = if raw.len() > MAX_LINE {
+        if truncated || raw.len() > MAX_LINE {
             self.truncated += 1;
-            &raw[..MAX_LINE]
-        } else {
-            if truncated {
-                self.truncated += 1;
-            }
-            raw
-        };
+        }
+        self.match_line(self.line, offset, raw, Feed::All);
+    }
+
+    /// Cleans, decodes and matches line `number`, and records what matched:
+    /// with [`Feed::All`] as a line of the input, with
+    /// [`Feed::OpenWindows`] only to complete windows and contexts.
+    fn match_line(&mut self, number: u64, offset: u64, raw: &[u8], feed: Feed) {
+        let raw = &raw[..raw.len().min(MAX_LINE)];
         let text = String::from_utf8_lossy(clean_line(raw, &mut self.cleaned)).into_owned();
         let table = &mut *self.table;
         self.open_after
             .retain(|&slot| table.add_after(slot, &text, CONTEXT_LINES));
         self.recent.push(number, &text);
         let prefixed = strip_rank_prefix(&text);
-        if self.scanner.is_quiet(prefixed.rest) {
+        if feed == Feed::All && self.scanner.is_quiet(prefixed.rest) {
             return;
         }
         let line = Line {
@@ -348,7 +324,10 @@ impl TextScan<'_> {
             shown: &text,
             rank: prefixed.rank,
         };
-        self.scanner.feed(&line, &mut self.matches);
+        match feed {
+            Feed::All => self.scanner.feed(&line, &mut self.matches),
+            Feed::OpenWindows => self.scanner.feed_open_windows(&line, &mut self.matches),
+        }
         let matches = std::mem::take(&mut self.matches);
         for m in matches {
             let anchor_line = m.lines.first().map_or(number, |l| l.number);
@@ -364,6 +343,15 @@ impl TextScan<'_> {
             }
         }
     }
+}
+
+/// What a line is matched for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Feed {
+    /// A line of the input: any rule may start a match on it.
+    All,
+    /// A line past the end of a part: only windows open there continue.
+    OpenWindows,
 }
 
 /// The next hit of each fingerprint search in a block, cached: `None`

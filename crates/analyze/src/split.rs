@@ -143,16 +143,7 @@ mod tests {
     use coroner_rules::RuleSources;
 
     fn summary() -> InputSummary {
-        InputSummary {
-            path: "big.log".to_owned(),
-            kind: InputKind::Log,
-            compression: None,
-            bytes: 0,
-            lines: 0,
-            rank: None,
-            errors: Vec::new(),
-            notes: Vec::new(),
-        }
+        InputSummary::new("big.log", InputKind::Log)
     }
 
     /// Findings as comparable text: rule, rank, count, and the lines of the

@@ -22,29 +22,14 @@ fn followable(paths: &[String]) -> Result<(), String> {
 }
 
 pub fn run(args: &AnalyzeArgs) -> ExitCode {
-    let config = match config::resolve(&args.config) {
-        Ok(c) => c,
+    let settings = match config::settings(&args.config, &args.rule_args, &args.ignore) {
+        Ok(s) => s,
         Err(msg) => {
             output::eprint(&format!("coroner: {msg}\n"));
             return ExitCode::ToolError;
         }
     };
-    // Command-line flags win over coroner.toml; a list given on the
-    // command line replaces the file's.
-    let mut rule_args = args.rule_args.clone();
-    if rule_args.rules.is_empty() {
-        if let Some(c) = &config {
-            rule_args.rules = c.rules.clone();
-        }
-    }
-    let ignore = if args.ignore.is_empty() {
-        config
-            .as_ref()
-            .map(|c| c.ignore.clone())
-            .unwrap_or_default()
-    } else {
-        args.ignore.clone()
-    };
+    let (config, rule_args, ignore) = (settings.file, settings.rule_args, settings.ignore);
     let fail_on = args
         .fail_on
         .or(config.as_ref().and_then(|c| c.fail_on))

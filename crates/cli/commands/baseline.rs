@@ -222,27 +222,14 @@ pub fn apply(report: &mut Report, ignore: &[String], baseline: Option<&Baseline>
 
 /// `coroner baseline create`.
 pub fn create(args: &BaselineCreateArgs) -> ExitCode {
-    let config = match crate::config::resolve(&args.config) {
-        Ok(c) => c,
+    let settings = match crate::config::settings(&args.config, &args.rule_args, &args.ignore) {
+        Ok(s) => s,
         Err(msg) => {
             output::eprint(&format!("coroner: {msg}\n"));
             return ExitCode::ToolError;
         }
     };
-    let mut rule_args = args.rule_args.clone();
-    if rule_args.rules.is_empty() {
-        if let Some(c) = &config {
-            rule_args.rules = c.rules.clone();
-        }
-    }
-    let ignore = if args.ignore.is_empty() {
-        config
-            .as_ref()
-            .map(|c| c.ignore.clone())
-            .unwrap_or_default()
-    } else {
-        args.ignore.clone()
-    };
+    let (rule_args, ignore) = (settings.rule_args, settings.ignore);
     let Some(rules) = super::load_rules(&rule_args) else {
         return ExitCode::ToolError;
     };

@@ -136,6 +136,22 @@ pub struct InputSummary {
     pub notes: Vec<String>,
 }
 
+impl InputSummary {
+    /// An input of `kind` at `path` with nothing read yet.
+    pub fn new(path: impl Into<String>, kind: InputKind) -> Self {
+        InputSummary {
+            path: path.into(),
+            kind,
+            compression: None,
+            bytes: 0,
+            lines: 0,
+            rank: None,
+            errors: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// Totals for the run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
