@@ -130,18 +130,7 @@ pub fn escape_data(s: &str) -> String {
 
 /// Escapes a command's property value: as [`escape_data`], plus `:` and `,`.
 pub fn escape_property(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '%' => out.push_str("%25"),
-            '\r' => out.push_str("%0D"),
-            '\n' => out.push_str("%0A"),
-            ':' => out.push_str("%3A"),
-            ',' => out.push_str("%2C"),
-            c => out.push(c),
-        }
-    }
-    out
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
 #[cfg(test)]

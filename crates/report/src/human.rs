@@ -26,10 +26,7 @@ pub fn render(report: &Report, style: Style) -> String {
         paint.severity(root.severity, root.category.as_str())
     );
     wrap_into(&mut out, &root.summary, "  ", "  ", style.width);
-    let primary = report
-        .findings
-        .first()
-        .filter(|f| root.rule.as_deref() == Some(f.rule.as_str()));
+    let primary = crate::root_finding(report);
     if let Some(finding) = primary {
         out.push('\n');
         out.push_str(&diagnostic::render(
@@ -45,11 +42,7 @@ pub fn render(report: &Report, style: Style) -> String {
             }
         }
     }
-    let others: Vec<&Finding> = report
-        .findings
-        .iter()
-        .skip(usize::from(primary.is_some()))
-        .collect();
+    let others = crate::other_findings(report);
     if !others.is_empty() {
         let title = if root.category == Category::Unknown {
             format!("Findings ({}):", others.len())

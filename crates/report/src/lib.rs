@@ -74,6 +74,12 @@ pub fn root_finding(report: &Report) -> Option<&Finding> {
     })
 }
 
+/// The findings other than the root cause's, most severe first.
+pub fn other_findings(report: &Report) -> &[Finding] {
+    let skip = usize::from(root_finding(report).is_some());
+    report.findings.get(skip..).unwrap_or_default()
+}
+
 /// `text` with every run of whitespace (newlines included) made one space.
 pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")

@@ -4,7 +4,7 @@
 //! table of the other findings.
 
 use crate::{one_line, root_finding};
-use coroner_model::{Category, Finding, Report};
+use coroner_model::{Category, Report};
 use std::fmt::Write as _;
 
 /// Renders `report` as GitHub-flavoured Markdown.
@@ -52,11 +52,7 @@ pub fn render(report: &Report) -> String {
         }
         out.push('\n');
     }
-    let others: Vec<&Finding> = report
-        .findings
-        .iter()
-        .skip(usize::from(primary.is_some()))
-        .collect();
+    let others = crate::other_findings(report);
     if !others.is_empty() {
         let heading = if primary.is_some() {
             "Other findings"
