@@ -465,3 +465,39 @@ fn follow_takes_one_file_or_stdin() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--follow"));
 }
+
+#[test]
+fn special_files_and_link_loops_in_a_directory_are_skipped_not_waited_on() {
+    let dir = Scratch::new("special");
+    std::fs::create_dir_all(dir.path("run/sub")).unwrap();
+    std::fs::write(dir.path("run/train.log"), OOM_LINE).unwrap();
+    let fifo = dir.path("run/pipe");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    std::os::unix::fs::symlink(dir.path("run"), dir.path("run/sub/loop")).unwrap();
+    let started = std::time::Instant::now();
+    let (report, code) = analyze_json(&[&dir.display("run"), &fifo.to_string_lossy()]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert_eq!(code, 1);
+    assert_eq!(report["root_cause"]["category"], "gpu-oom");
+    let notes: Vec<String> = report["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|i| i["notes"].as_array().cloned().unwrap_or_default())
+        .filter_map(|n| n.as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        notes.iter().any(|n| n.contains("symbolic link")),
+        "{notes:?}"
+    );
+    if made.is_ok_and(|s| s.success()) {
+        assert!(
+            notes
+                .iter()
+                .filter(|n| n.contains("not a regular file"))
+                .count()
+                >= 1,
+            "{notes:?}"
+        );
+    }
+}
