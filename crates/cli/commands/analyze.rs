@@ -6,7 +6,6 @@ use crate::output;
 use coroner_model::Finding;
 use coroner_model::Severity;
 use coroner_report::PathBase;
-use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set on Ctrl-C while following: the input then counts as ended.
@@ -51,14 +50,9 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
     let Some(rules) = super::load_rules(&rule_args) else {
         return ExitCode::ToolError;
     };
-    let mut paths = args.paths.clone();
-    if paths.is_empty() {
-        if std::io::stdin().is_terminal() {
-            output::eprint("coroner: nothing to analyse: give files or directories, or pipe a log into standard input (see `coroner analyze --help`)\n");
-            return ExitCode::ToolError;
-        }
-        paths.push("-".to_owned());
-    }
+    let Some(paths) = super::input_paths(&args.paths, "analyse", "analyze") else {
+        return ExitCode::ToolError;
+    };
     let format = args.format.unwrap_or(if output::stdout_is_terminal() {
         ReportFormat::Human
     } else {

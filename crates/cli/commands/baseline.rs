@@ -23,7 +23,6 @@ use crate::output;
 use coroner_model::{Finding, Report};
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::io::IsTerminal;
 use std::path::Path;
 
 /// The baseline file layout version.
@@ -233,14 +232,9 @@ pub fn create(args: &BaselineCreateArgs) -> ExitCode {
     let Some(rules) = super::load_rules(&rule_args) else {
         return ExitCode::ToolError;
     };
-    let mut paths = args.paths.clone();
-    if paths.is_empty() {
-        if std::io::stdin().is_terminal() {
-            output::eprint("coroner: nothing to record: give files or directories, or pipe a log into standard input (see `coroner baseline create --help`)\n");
-            return ExitCode::ToolError;
-        }
-        paths.push("-".to_owned());
-    }
+    let Some(paths) = super::input_paths(&args.paths, "record", "baseline create") else {
+        return ExitCode::ToolError;
+    };
     let mut report = coroner_analyze::analyze(&paths, &rules);
     super::warn_unknown_rules(&ignore, &rules);
     apply(&mut report, &ignore, None);

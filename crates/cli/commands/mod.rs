@@ -43,3 +43,19 @@ pub fn warn_unknown_rules(ignore: &[String], rules: &RuleSet) {
         }
     }
 }
+
+/// The inputs to read: the paths given, or standard input when none are
+/// and it is not a terminal. `None` (after saying so) when there is
+/// nothing to read; `what` and `command` word the message.
+pub fn input_paths(paths: &[String], what: &str, command: &str) -> Option<Vec<String>> {
+    if !paths.is_empty() {
+        return Some(paths.to_vec());
+    }
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        output::eprint(&format!(
+            "coroner: nothing to {what}: give files or directories, or pipe a log into standard input (see `coroner {command} --help`)\n"
+        ));
+        return None;
+    }
+    Some(vec!["-".to_owned()])
+}
