@@ -8,11 +8,16 @@
 //! they do not need.
 
 mod category;
+mod dump;
 mod finding;
 mod report;
 mod severity;
 
 pub use category::{Category, UnknownCategory};
+pub use dump::{
+    Frame, GpuCore, GpuDevice, GpuException, GpuKernel, HostCore, HostThread, MappedModule, Process,
+    Signal, SourceLine,
+};
 pub use finding::{Context, Evidence, Finding, Location};
 pub use report::{InputError, InputKind, InputSummary, Report, RootCause, Stats, Tool};
 pub use severity::{Role, Severity, UnknownSeverity};

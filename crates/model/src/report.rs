@@ -1,4 +1,4 @@
-use crate::{Category, Evidence, Finding, Severity};
+use crate::{Category, Evidence, Finding, GpuCore, HostCore, Severity};
 use serde::{Deserialize, Serialize};
 
 /// The name and version of the tool that wrote a report.
@@ -134,6 +134,12 @@ pub struct InputSummary {
     pub errors: Vec<InputError>,
     /// Remarks that are not errors (an input skipped, a line truncated).
     pub notes: Vec<String>,
+    /// What a host core dump says, for an `elf-core` input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core: Option<Box<HostCore>>,
+    /// What a CUDA GPU core dump says, for a `cuda-gpu-core` input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_core: Option<Box<GpuCore>>,
 }
 
 impl InputSummary {
@@ -148,6 +154,8 @@ impl InputSummary {
             rank: None,
             errors: Vec::new(),
             notes: Vec::new(),
+            core: None,
+            gpu_core: None,
         }
     }
 }
