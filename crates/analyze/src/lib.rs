@@ -6,6 +6,7 @@
 //! [`coroner_model::Finding`]s, and names one root cause
 //! ([`root_cause::choose`]). [`examples::check_examples`] runs every rule's
 //! firing and quiet examples through the same pipeline.
+#![forbid(unsafe_code)]
 
 pub mod examples;
 mod findings;

@@ -10,15 +10,18 @@
 //!   buffered whole.
 //! - [`clean_line`] removes what terminals add (CR, ANSI colour codes).
 //! - [`Follow`] reads a file that is still being written, as `tail -f`.
+#![deny(unsafe_code)]
 
 mod blocks;
 mod clean;
 mod discover;
 mod follow;
+mod mapped;
 mod open;
 
 pub use blocks::{Block, BlockReader, BLOCK_LEN, MAX_LINE};
 pub use clean::clean_line;
 pub use discover::{discover, rank_from_path, Discovery, Input, InputSource};
 pub use follow::Follow;
+pub use mapped::Mapped;
 pub use open::{detect_kind, open, Compression, Opened};

@@ -15,6 +15,7 @@
 //! [`Knowledge::builtin`] loads them as uniform [`Entry`]s;
 //! [`Knowledge::explain`] answers `coroner explain`; [`generated_rules`]
 //! writes the rule files that recognise every CUDA code and Xid in logs.
+#![forbid(unsafe_code)]
 
 mod entry;
 mod explain;

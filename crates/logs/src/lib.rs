@@ -3,6 +3,7 @@
 //! [`strip_rank_prefix`] removes the prefixes launchers put in front of
 //! every line of a rank's output (`[rank3]:` from PyTorch,
 //! `[default3]:` from `torchrun --tee`) and reports the rank they name.
+#![forbid(unsafe_code)]
 
 mod prefix;
 

@@ -6,6 +6,7 @@
 //! [`Report`] that the renderers print. Parsers, rules, analysis and
 //! rendering all depend on this crate and on nothing of each other's that
 //! they do not need.
+#![forbid(unsafe_code)]
 
 mod category;
 mod dump;

@@ -14,6 +14,7 @@
 //!   and merge-request comments, and JUnit XML for test-report widgets.
 //! - [`verdict`] is the one-line answer that `--quiet` prints and the CI
 //!   formats end with.
+#![forbid(unsafe_code)]
 
 pub mod diagnostic;
 pub mod explain;

@@ -11,6 +11,7 @@
 //! - [`Scanner`] feeds lines through a set and yields [`Match`]es.
 //!
 //! This crate knows nothing of log formats: callers hand it [`Line`]s.
+#![forbid(unsafe_code)]
 
 mod error;
 mod matcher;
