@@ -125,11 +125,14 @@ pub fn read_host_core(core: &[u8], options: &Options) -> Result<HostCore, HostCo
     let mut open = OpenFiles::default();
     modules::resolve(&mut resolutions, options, &mut open, &mut warnings);
     let modules = Modules::build(resolutions, &open, &memory);
+    let has_code = |path: &str| {
+        notes
+            .files
+            .iter()
+            .any(|f| f.path == path && memory.is_executable(f.start))
+    };
     for m in &modules.list {
-        if m.info.status == modules::STATUS_MISSING
-            && m.info.path.starts_with('/')
-            && !m.info.path.starts_with("/dev/")
-        {
+        if m.info.status == modules::STATUS_MISSING && has_code(&m.info.path) {
             warnings.push(format!(
                 "{}: file not found; frames there show module and offset only",
                 m.info.path
@@ -223,6 +226,37 @@ fn signal(notes: &notes::Notes) -> Option<Signal> {
     })
 }
 
+/// Whether the frames just added end in a Rust program's `crate::main`
+/// called from the standard library's start-up code (gdb's main there).
+fn is_rust_main(
+    frames: &[Frame],
+    walk: &[unwind::RawFrame],
+    pc: u64,
+    modules: &Modules<'_>,
+) -> bool {
+    let Some(name) = frames.last().and_then(|f| f.function.as_deref()) else {
+        return false;
+    };
+    let parts: Vec<&str> = name.split("::").collect();
+    if parts.len() != 2 || parts.get(1) != Some(&"main") {
+        return false;
+    }
+    // Look a few frames further for the runtime's start function.
+    walk.iter()
+        .skip_while(|r| r.pc != pc)
+        .skip(1)
+        .take(16)
+        .any(|r| {
+            modules.find(r.pc).is_some_and(|m| {
+                symbols::symbolize(m, r.lookup).iter().any(|l| {
+                    l.function
+                        .as_deref()
+                        .is_some_and(|f| f.starts_with("std::rt::lang_start"))
+                })
+            })
+        })
+}
+
 /// Turns a walk into model frames (inlined calls expanded) and stops after
 /// the outermost function gdb shows.
 fn symbolize(walk: &Walk, modules: &Modules<'_>) -> (Vec<Frame>, Option<String>) {
@@ -262,7 +296,7 @@ fn symbolize(walk: &Walk, modules: &Modules<'_>) -> (Vec<Frame>, Option<String>)
                 ..base.clone()
             });
         }
-        if stop {
+        if stop || is_rust_main(&frames, &walk.frames, raw.pc, modules) {
             note = None;
             break 'raw;
         }

@@ -32,17 +32,32 @@ pub struct Location {
 
 impl SymbolTable {
     fn load(image: &Image<'_>) -> SymbolTable {
-        let mut entries: Vec<(u64, u64, String)> = image
+        let mut ranked: Vec<(u64, (bool, bool), u64, String)> = image
             .file
             .symbols()
             .chain(image.file.dynamic_symbols())
             .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
-            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
-            .filter(|(_, _, name)| !name.is_empty())
+            .filter_map(|s| {
+                let name = s.name().ok()?;
+                // Aliases share an address; like gdb, prefer a public
+                // spelling (`pause` over `__libc_pause`), then a strong
+                // symbol (`raise` over the weak `gsignal`).
+                let rank = (
+                    name.starts_with('_') && !name.starts_with("_Z"),
+                    s.is_weak(),
+                );
+                Some((s.address(), rank, s.size(), name.to_string()))
+            })
+            .filter(|e| !e.3.is_empty())
             .collect();
-        entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        entries.dedup_by_key(|e| e.0);
-        SymbolTable { entries }
+        ranked.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        ranked.dedup_by_key(|e| e.0);
+        SymbolTable {
+            entries: ranked
+                .into_iter()
+                .map(|(a, _, size, name)| (a, size, name))
+                .collect(),
+        }
     }
 
     fn lookup(&self, svma: u64) -> Option<&str> {
@@ -182,9 +197,7 @@ pub fn symbolize(module: &Module<'_>, lookup: u64) -> Vec<Location> {
             if let Some(debug) = &module.debug_image {
                 let extra = SymbolTable::load(debug);
                 table.entries.extend(extra.entries);
-                table
-                    .entries
-                    .sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+                table.entries.sort_by_key(|e| e.0);
                 table.entries.dedup_by_key(|e| e.0);
             }
             table
