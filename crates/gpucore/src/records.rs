@@ -151,16 +151,14 @@ impl<'a> Table<'a> {
             usize::try_from(s.entsize).ok()?
         };
         if stride > newest {
-            warnings.push_kind(
-                "record-size",
+            warnings.push(
                 format!(
                     "{} records are {stride} bytes, newer than the {newest} this reader knows; extra fields ignored",
                     kind.name
                 ),
             );
         } else if stride < oldest {
-            warnings.push_kind(
-                "record-size",
+            warnings.push(
                 format!(
                     "{} records are {stride} bytes, shorter than any known layout ({oldest}); missing fields read as zero",
                     kind.name

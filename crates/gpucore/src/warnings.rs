@@ -31,6 +31,9 @@ impl Warnings {
 
     /// A warning that may repeat for many sections: list a few, count the rest.
     pub(crate) fn push_kind(&mut self, kind: &'static str, message: String) {
+        if self.messages.contains(&message) {
+            return;
+        }
         let entry = self.per_kind.entry(kind).or_insert((0, 0));
         if entry.0 < PER_KIND {
             entry.0 = entry.0.saturating_add(1);

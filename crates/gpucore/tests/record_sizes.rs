@@ -147,6 +147,10 @@ const NEWER: Sizes = Sizes {
 /// holds block (5,0,0) whose warp 3 has lanes 0-15 faulting. With
 /// `grid_rows = false` the grid table is empty.
 fn build(z: &Sizes, grid_rows: bool, sm_only: bool) -> Vec<u8> {
+    build_with(z, grid_rows, sm_only, true)
+}
+
+fn build_with(z: &Sizes, grid_rows: bool, sm_only: bool, lane_exceptions: bool) -> Vec<u8> {
     let strtab = b"\0NVIDIA H200\0sm_90\0".to_vec();
     let mut s = Vec::new();
     let sec = |name: &str, n: u32, link: u32, info: u32, ent: usize, data: Vec<u8>| Sec {
@@ -252,7 +256,7 @@ fn build(z: &Sizes, grid_rows: bool, sm_only: bool) -> Vec<u8> {
     s.push(sec(".cudbg.wptbl.dev0.sm1.cta0", 14, 8, 0, z.warp, warp)); // 9
     let mut lanes = Vec::new();
     for ln in 0..32u64 {
-        let exception = if ln < 16 { 14 } else { 0 };
+        let exception = if ln < 16 && lane_exceptions { 14 } else { 0 };
         lanes.extend(rec(
             z.lane,
             64,
@@ -360,4 +364,27 @@ fn sm_level_exception_only() {
     // The oldest SM records carry no exception at all.
     let core = read_gpu_core(&build(&OLDEST, true, true)).unwrap();
     assert!(core.exceptions.is_empty());
+}
+
+/// No lane names the exception, but the warp holds a valid error PC: the
+/// SM's exception is attributed to that warp's active lanes.
+#[test]
+fn warp_attributed_sm_exception() {
+    let core = read_gpu_core(&build_with(&NEWER, true, false, false)).unwrap();
+    assert_eq!(core.exceptions.len(), 1);
+    let e = &core.exceptions[0];
+    assert_eq!(e.name, "Warp Illegal Address");
+    assert_eq!(e.scope, "warp");
+    assert_eq!((e.sm, e.warp), (1, Some(3)));
+    assert_eq!(e.lanes.as_deref(), Some("0-31"));
+    assert_eq!(e.threads, Some(([96, 0, 0], [127, 0, 0])));
+    assert_eq!(e.pc, Some(ERROR_PC));
+    // Many tables of one newer layout give one warning, not one per table.
+    assert_eq!(
+        core.warnings
+            .iter()
+            .filter(|w| w.contains("lane records"))
+            .count(),
+        1
+    );
 }
