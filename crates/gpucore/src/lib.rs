@@ -12,6 +12,20 @@
 //! and `sh_info` (parent row). Records grow between driver releases; every
 //! table is read with its own `sh_entsize` as the stride. Damage never
 //! stops the reader: what can be read is returned, with warnings.
+//!
+//! Two PCs matter and differ for warp-level exceptions:
+//! - `GpuException::pc` is the error PC, where the hardware says the
+//!   exception was triggered (cuda-gdb: "The exception was triggered at
+//!   PC ..."); `source` and `function_offset` describe that address.
+//! - `backtrace[0].pc` is the lane's PC when the dump was taken (cuda-gdb's
+//!   frame #0 and `$pc`), usually a few instructions later. For device
+//!   frames `module` names the relocated cubin section (`<section>#<module
+//!   row>`) and `module_offset` is the offset in the code section holding
+//!   the PC, which for a kernel is its offset from the kernel's entry.
+//!
+//! Exceptions are collapsed per warp: lanes with the same code and error
+//! PC form one entry with a lane range. The entry cuda-gdb focuses (first
+//! device with an exception, its first faulting lane) comes first.
 
 #![forbid(unsafe_code)]
 

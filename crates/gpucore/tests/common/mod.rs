@@ -215,7 +215,10 @@ pub fn parse(text: &str) -> CudaGdb {
     let mut out = CudaGdb::default();
     let mut in_lanes = false;
     let mut in_kernels = false;
-    let mut frames_done = false;
+    // Consecutive frame lines; the longest run is the backtrace (a
+    // focus change prints frame #0 alone).
+    let mut blocks: Vec<Vec<GdbFrame>> = Vec::new();
+    let mut block: Vec<GdbFrame> = Vec::new();
     for line in text.lines() {
         let t = line.trim_end();
         if t.starts_with("[Current focus set to") && out.focus.device.is_none() {
@@ -231,17 +234,14 @@ pub fn parse(text: &str) -> CudaGdb {
                 out.error_source = parse_source(src);
             }
         } else if t.starts_with('#') {
-            if !frames_done {
-                if let Some(f) = parse_frame(t) {
-                    if f.level == 0 && !out.frames.is_empty() {
-                        frames_done = true;
-                    } else {
-                        out.frames.push(f);
-                    }
+            if let Some(f) = parse_frame(t) {
+                if f.level == 0 && !block.is_empty() {
+                    blocks.push(std::mem::take(&mut block));
                 }
+                block.push(f);
             }
-        } else if !out.frames.is_empty() {
-            frames_done = true;
+        } else if !block.is_empty() {
+            blocks.push(std::mem::take(&mut block));
         }
         if t.trim_start().starts_with("Ln ") && t.contains("Exception") {
             in_lanes = true;
@@ -294,6 +294,14 @@ pub fn parse(text: &str) -> CudaGdb {
                     }
                 }
             }
+        }
+    }
+    if !block.is_empty() {
+        blocks.push(block);
+    }
+    for b in blocks {
+        if b.len() >= out.frames.len() {
+            out.frames = b;
         }
     }
     out
