@@ -166,19 +166,6 @@ fn a_directory_is_one_incident() {
         .is_some_and(|n| n.contains("hidden")));
 }
 
-#[test]
-fn core_dumps_are_recognised_by_content() {
-    let (report, code) = analyze_json(&[
-        &fixture("cores/core.segv.875.zst"),
-        &fixture("cores/gpu_light_679.nvcudmp.zst"),
-    ]);
-    assert_eq!(code, 0);
-    assert_eq!(report["inputs"][0]["kind"], "elf-core");
-    assert_eq!(report["inputs"][0]["compression"], "zstd");
-    assert_eq!(report["inputs"][1]["kind"], "cuda-gpu-core");
-    assert_eq!(report["root_cause"]["category"], "unknown");
-}
-
 /// Real two-GPU NCCL incidents under torchrun: each directory (console
 /// output and torchrun's per-rank log files) is one incident.
 /// (directory, root-cause category, rank).

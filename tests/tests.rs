@@ -3,6 +3,7 @@
 
 mod ci;
 mod cli;
+mod cores;
 mod fixtures;
 mod knowledge;
 mod rules;

@@ -126,9 +126,41 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "DIR")]
     pub path_prefix: Option<PathBuf>,
     #[command(flatten)]
+    pub core_args: CoreArgs,
+    #[command(flatten)]
     pub rule_args: RuleArgs,
     #[command(flatten)]
     pub config: ConfigArgs,
+}
+
+/// Where the binaries that host core dumps name are, when they are not at
+/// the paths recorded in the core.
+#[derive(Debug, Args, Clone, Default)]
+pub struct CoreArgs {
+    /// The executable that dumped core, when it is not at the path the core
+    /// records (a core copied off the machine it crashed on).
+    #[arg(long, value_name = "PATH")]
+    pub exe: Option<PathBuf>,
+    /// Look for the core's libraries under DIR as a root: a library
+    /// recorded as /usr/lib/x/libc.so.6 is looked for at DIR/usr/lib/x/libc.so.6
+    /// (repeatable; a copy of the crashed machine's or container's files).
+    #[arg(long, value_name = "DIR")]
+    pub sysroot: Vec<PathBuf>,
+    /// Look for separate debug files under DIR, by build id
+    /// (DIR/.build-id/ab/cdef....debug) and by file name (repeatable).
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    pub debug_dir: Vec<PathBuf>,
+}
+
+impl CoreArgs {
+    /// The host core reader's options.
+    pub fn options(&self) -> coroner_hostcore::Options {
+        coroner_hostcore::Options {
+            exe: self.exe.clone(),
+            sysroots: self.sysroot.clone(),
+            debug_dirs: self.debug_dir.clone(),
+        }
+    }
 }
 
 /// The formats of `coroner analyze`.

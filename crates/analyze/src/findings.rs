@@ -192,6 +192,7 @@ impl Entry {
             rank: self.rank,
             remediation: rule.remediation.clone(),
             references: rule.references.clone(),
+            explained_by: None,
         })
     }
 }

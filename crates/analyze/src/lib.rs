@@ -8,6 +8,9 @@
 //! firing and quiet examples through the same pipeline.
 #![forbid(unsafe_code)]
 
+mod cascade;
+mod core_text;
+mod cores;
 pub mod examples;
 mod findings;
 pub mod root_cause;
@@ -35,6 +38,9 @@ pub struct Options<'a> {
     /// Called, from any scanning thread, with each finding as soon as it
     /// is first seen.
     pub on_finding: Option<&'a (dyn Fn(&Finding) + Sync)>,
+    /// Where to find the executables and libraries that host core dumps
+    /// name; `None` looks only at the paths recorded in the core.
+    pub host_core: Option<&'a coroner_hostcore::Options>,
 }
 
 impl std::fmt::Debug for Options<'_> {
@@ -42,6 +48,7 @@ impl std::fmt::Debug for Options<'_> {
         f.debug_struct("Options")
             .field("follow", &self.follow.is_some())
             .field("on_finding", &self.on_finding.is_some())
+            .field("host_core", &self.host_core)
             .finish()
     }
 }
@@ -84,7 +91,8 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
             ..InputSummary::new(path.clone(), InputKind::Binary)
         });
     }
-    let findings = table.into_findings(rules);
+    let mut findings = table.into_findings(rules);
+    cascade::apply(&mut findings, rules);
     let (root_cause, findings) = root_cause::choose(findings, &inputs);
     let stats = Stats {
         bytes: inputs.iter().map(|i| i.bytes).sum(),
@@ -184,7 +192,9 @@ fn analyze_input(
                     kind,
                     parts,
                 };
-                if split::scan_split(input, &file, rules, table, &mut summary, options.on_finding).is_err() {
+                if split::scan_split(input, &file, rules, table, &mut summary, options.on_finding)
+                    .is_err()
+                {
                     summary.errors.push(InputError {
                         message: "cannot reopen the file to scan it in parts".to_owned(),
                         offset: None,
@@ -194,7 +204,9 @@ fn analyze_input(
             None => {
                 let live = options.follow.is_some();
                 let reader: Box<dyn std::io::Read + Send> = match (options.follow, &input.source) {
-                    (Some(stop), InputSource::File(_)) => Box::new(Follow::new(opened.reader, stop)),
+                    (Some(stop), InputSource::File(_)) => {
+                        Box::new(Follow::new(opened.reader, stop))
+                    }
                     _ => opened.reader,
                 };
                 let part = scan::Part {
@@ -203,16 +215,35 @@ fn analyze_input(
                     after: None::<&[u8]>,
                     live,
                 };
-                scan::scan_part(input, kind, part, rules, table, &mut summary, options.on_finding);
+                scan::scan_part(
+                    input,
+                    kind,
+                    part,
+                    rules,
+                    table,
+                    &mut summary,
+                    options.on_finding,
+                );
             }
         },
-        InputKind::ElfCore | InputKind::CudaGpuCore => summary.notes.push(format!(
-            "{} detected; this version of coroner does not analyse core dumps yet, so it contributed no findings",
-            if opened.kind == InputKind::ElfCore { "host ELF core dump" } else { "CUDA GPU core dump" }
-        )),
+        InputKind::ElfCore | InputKind::CudaGpuCore => {
+            let default = coroner_hostcore::Options::default();
+            let host = options.host_core.unwrap_or(&default);
+            cores::analyze_core(input, opened, host, rules, table, &mut summary);
+        }
         _ if input.explicit => {
-            scan_text(input, InputKind::Log, opened.reader, rules, table, &mut summary);
-            summary.notes.push("looks like binary data; scanned as text anyway because it was named explicitly".to_owned());
+            scan_text(
+                input,
+                InputKind::Log,
+                opened.reader,
+                rules,
+                table,
+                &mut summary,
+            );
+            summary.notes.push(
+                "looks like binary data; scanned as text anyway because it was named explicitly"
+                    .to_owned(),
+            );
         }
         _ => summary
             .notes

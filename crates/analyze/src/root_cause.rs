@@ -54,6 +54,18 @@ pub fn choose(mut findings: Vec<Finding>, inputs: &[InputSummary]) -> (RootCause
             " This is usually a consequence of a failure elsewhere (another rank, process or node) whose output is not among the inputs.",
         );
     }
+    let explains: Vec<String> = findings
+        .iter()
+        .filter(|f| f.explained_by.as_deref() == Some(primary.rule.as_str()))
+        .map(|f| f.rule.clone())
+        .collect();
+    if !explains.is_empty() {
+        summary.push_str(&format!(
+            " It explains {} other finding(s), its consequences: {}.",
+            explains.len(),
+            explains.join(", ")
+        ));
+    }
     let root = RootCause {
         category: primary.category,
         rule: Some(primary.rule.clone()),
@@ -62,6 +74,7 @@ pub fn choose(mut findings: Vec<Finding>, inputs: &[InputSummary]) -> (RootCause
         evidence: primary.evidence.clone(),
         remediation: primary.remediation.clone(),
         severity: Some(primary.severity),
+        explains,
     };
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     findings.insert(0, primary);
@@ -141,6 +154,7 @@ mod tests {
             rank: None,
             remediation: Vec::new(),
             references: Vec::new(),
+            explained_by: None,
         }
     }
 

@@ -80,9 +80,11 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
     };
     let streaming = !args.quiet
         && (format == ReportFormat::Jsonl || (args.follow && format == ReportFormat::Human));
+    let host_core = args.core_args.options();
     let options = coroner_analyze::Options {
         follow: args.follow.then_some(&STOP),
         on_finding: streaming.then_some(&announce as &(dyn Fn(&Finding) + Sync)),
+        host_core: Some(&host_core),
     };
     let mut report = coroner_analyze::analyze_with(&paths, &rules, options);
     if !args.quiet {

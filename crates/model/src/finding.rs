@@ -68,4 +68,8 @@ pub struct Finding {
     pub remediation: Vec<String>,
     /// Documentation links or names.
     pub references: Vec<String>,
+    /// The rule of the finding this one is a consequence of, when the
+    /// incident holds one whose rule `explains` this category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explained_by: Option<String>,
 }

@@ -16,8 +16,8 @@ mod severity;
 
 pub use category::{Category, UnknownCategory};
 pub use dump::{
-    Frame, GpuCore, GpuDevice, GpuException, GpuKernel, HostCore, HostThread, MappedModule, Process,
-    Signal, SourceLine,
+    Frame, GpuCore, GpuDevice, GpuException, GpuKernel, HostCore, HostThread, MappedModule,
+    Process, Signal, SourceLine,
 };
 pub use finding::{Context, Evidence, Finding, Location};
 pub use report::{InputError, InputKind, InputSummary, Report, RootCause, Stats, Tool};

@@ -28,6 +28,9 @@ pub struct RootCause {
     pub remediation: Vec<String>,
     /// Severity of the finding behind it; absent when unknown.
     pub severity: Option<Severity>,
+    /// Rules of the other findings that are consequences of this cause.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explains: Vec<String>,
 }
 
 impl RootCause {
@@ -41,6 +44,7 @@ impl RootCause {
             evidence: Vec::new(),
             remediation: Vec::new(),
             severity: None,
+            explains: Vec::new(),
         }
     }
 }
@@ -94,6 +98,17 @@ impl InputKind {
     /// `nvidia-smi`).
     pub fn text_kind(name: &str) -> Option<InputKind> {
         InputKind::TEXT.into_iter().find(|k| k.as_str() == name)
+    }
+
+    /// The kind named `name` that rules may be limited to: a text kind, or
+    /// `elf-core` / `cuda-gpu-core` for the summaries coroner writes of
+    /// core dumps.
+    pub fn rule_kind(name: &str) -> Option<InputKind> {
+        InputKind::text_kind(name).or(match name {
+            "elf-core" => Some(InputKind::ElfCore),
+            "cuda-gpu-core" => Some(InputKind::CudaGpuCore),
+            _ => None,
+        })
     }
 
     /// Whether the input is scanned line by line by the rule engine.

@@ -54,6 +54,9 @@ pub fn render(report: &Report, style: Style) -> String {
             write_secondary(&mut out, f, style);
         }
     }
+    out.push_str(&crate::core_section::render(&report.inputs, |s| {
+        paint.bold(s)
+    }));
     write_inputs(&mut out, report, style);
     out
 }
@@ -89,7 +92,11 @@ fn write_secondary(out: &mut String, f: &Finding, style: Style) {
 }
 
 fn write_inputs(out: &mut String, report: &Report, style: Style) {
-    let read = report.inputs.iter().filter(|i| i.kind.is_text()).count();
+    let read = report
+        .inputs
+        .iter()
+        .filter(|i| i.kind.is_text() || i.core.is_some() || i.gpu_core.is_some())
+        .count();
     let _ = writeln!(
         out,
         "\nRead {read} of {} input(s): {} lines, {}.",

@@ -16,6 +16,7 @@
 //!   formats end with.
 #![forbid(unsafe_code)]
 
+mod core_section;
 pub mod diagnostic;
 pub mod explain;
 pub mod github;

@@ -34,6 +34,9 @@ pub struct Rule {
     pub supersedes: Vec<String>,
     /// Dropped on a line that any other rule matched.
     pub fallback: bool,
+    /// Categories of other findings in the incident that this rule's
+    /// finding explains (their consequences, listed as symptoms of it).
+    pub explains: Vec<Category>,
     /// Path of the rule file (relative to the repository for built-ins).
     pub source: String,
     /// The rule file's text.
@@ -89,8 +92,10 @@ impl Rule {
     }
 
     /// Whether the rule applies to inputs of `kind`.
+    /// A rule without `kinds` applies to every text kind; the summaries
+    /// of core dumps are read only by rules that name their kind.
     pub fn applies_to(&self, kind: InputKind) -> bool {
-        self.pattern.kinds.is_empty() || self.pattern.kinds.contains(&kind)
+        (self.pattern.kinds.is_empty() && kind.is_text()) || self.pattern.kinds.contains(&kind)
     }
 
     /// The input kind the rule's examples are read as.
@@ -284,13 +289,13 @@ pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleEr
 
     let mut kinds = Vec::new();
     for k in &spec.kinds {
-        match InputKind::text_kind(k.get_ref()) {
+        match InputKind::rule_kind(k.get_ref()) {
             Some(kind) => kinds.push(kind),
             None => errors.push(err(
                 RuleErrorKind::UnknownValue,
                 k.span(),
                 format!(
-                    "unknown input kind `{}` (expected log, nccl-debug, kernel-log or nvidia-smi)",
+                    "unknown input kind `{}` (expected log, nccl-debug, kernel-log, nvidia-smi, elf-core or cuda-gpu-core)",
                     k.get_ref()
                 ),
             )),
@@ -336,6 +341,21 @@ pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleEr
         }
     }
 
+    let mut explains = Vec::new();
+    for name in &file.explains {
+        match name.get_ref().parse::<Category>() {
+            Ok(c) if c != Category::Unknown => explains.push(c),
+            _ => errors.push(err(
+                RuleErrorKind::UnknownCategory,
+                name.span(),
+                format!(
+                    "`explains` names `{}`, which is not a taxonomy category",
+                    name.get_ref()
+                ),
+            )),
+        }
+    }
+
     let (category, severity, role) = match (category, severity, role) {
         (Ok(c), Ok(s), Ok(r)) if errors.is_empty() => (c, s, r),
         (c, s, r) => {
@@ -361,6 +381,7 @@ pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleEr
             .map(|s| s.into_inner())
             .collect(),
         fallback: file.fallback,
+        explains,
         source: path.to_owned(),
         text: text.to_owned(),
         examples: file.examples,

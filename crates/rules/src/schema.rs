@@ -28,6 +28,10 @@ pub struct RuleFile {
     /// matched that line.
     #[serde(default)]
     pub fallback: bool,
+    /// Categories of findings anywhere in the incident that this rule's
+    /// finding explains: they are its consequences, listed as symptoms.
+    #[serde(default)]
+    pub explains: Vec<Spanned<String>>,
     #[serde(rename = "match")]
     pub matching: Spanned<MatchSpec>,
     #[serde(default)]

@@ -17,7 +17,7 @@ include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
 pub struct RuleSet {
     rules: Vec<Rule>,
     /// One prefilter per text input kind, built when first needed.
-    prefilters: [OnceLock<Prefilter>; 4],
+    prefilters: [OnceLock<Prefilter>; 6],
     /// For each rule, the indices of the rules it supersedes.
     pub(crate) supersedes: Vec<Vec<usize>>,
 }
@@ -125,11 +125,22 @@ impl RuleSet {
         })
     }
 
+    /// The kinds of text the rules read: the text inputs, and the summaries
+    /// of core dumps.
+    const SCANNED: [InputKind; 6] = [
+        InputKind::Log,
+        InputKind::NcclDebug,
+        InputKind::KernelLog,
+        InputKind::NvidiaSmi,
+        InputKind::ElfCore,
+        InputKind::CudaGpuCore,
+    ];
+
     /// The prefilter of the rules that apply to inputs of `kind` (a
     /// binary input scanned as text counts as a log).
     pub(crate) fn prefilter(&self, kind: InputKind) -> &Prefilter {
-        let at = InputKind::TEXT.iter().position(|k| *k == kind).unwrap_or(0);
-        self.prefilters[at].get_or_init(|| Prefilter::new(&self.rules, InputKind::TEXT[at]))
+        let at = Self::SCANNED.iter().position(|k| *k == kind).unwrap_or(0);
+        self.prefilters[at].get_or_init(|| Prefilter::new(&self.rules, Self::SCANNED[at]))
     }
 
     /// The rules, in load order (built-ins sorted by path first).

@@ -1,0 +1,103 @@
+//! Core dumps: mapped, read by the host and GPU core readers, attached to
+//! their input's summary, and summarised as text for the rules
+//! ([`crate::core_text`]).
+
+use crate::core_text::{gpu_core_text, host_core_text};
+use crate::findings::FindingTable;
+use crate::scan::scan_text;
+use coroner_ingest::{Input, InputSource, Mapped, Opened};
+use coroner_model::{InputError, InputKind, InputSummary};
+use coroner_rules::RuleSet;
+use std::io::Cursor;
+
+/// A compressed core is decompressed to a temporary file of at most this
+/// many bytes per compressed byte...
+const MAX_EXPANSION: u64 = 4096;
+/// ... and at least this many bytes are always allowed ...
+const MIN_SPILL: u64 = 1 << 30;
+/// ... and never more than this many bytes.
+const MAX_SPILL: u64 = 64 << 30;
+
+/// Reads the core dump `opened` and scans its summary.
+pub(crate) fn analyze_core(
+    input: &Input,
+    opened: Opened,
+    host: &coroner_hostcore::Options,
+    rules: &RuleSet,
+    table: &mut FindingTable,
+    summary: &mut InputSummary,
+) {
+    let kind = opened.kind;
+    let mapped = match map(input, opened) {
+        Ok(m) => m,
+        Err(e) => {
+            summary.errors.push(InputError {
+                message: format!("cannot read the core dump: {e}"),
+                offset: None,
+            });
+            return;
+        }
+    };
+    let (text, notes, error) = match kind {
+        InputKind::CudaGpuCore => match coroner_gpucore::read_gpu_core(&mapped) {
+            Ok(core) => {
+                let text = gpu_core_text(&core);
+                let notes = core.warnings.clone();
+                summary.gpu_core = Some(Box::new(core));
+                (text, notes, None)
+            }
+            Err(e) => (
+                String::new(),
+                Vec::new(),
+                Some(format!("not a readable GPU core dump: {e}")),
+            ),
+        },
+        _ => match coroner_hostcore::read_host_core(&mapped, host) {
+            Ok(core) => {
+                let text = host_core_text(&core);
+                let notes = core.warnings.clone();
+                summary.core = Some(Box::new(core));
+                (text, notes, None)
+            }
+            Err(e) => (
+                String::new(),
+                Vec::new(),
+                Some(format!("not a readable ELF core: {e}")),
+            ),
+        },
+    };
+    // What the reader could not read or resolve is in the core's own
+    // warnings, shown with the core; only a file that is no core at all is
+    // an input error.
+    if !notes.is_empty() {
+        summary.notes.push(format!(
+            "{} warning(s) reading the core dump; they are listed with it",
+            notes.len()
+        ));
+    }
+    summary.errors.extend(error.map(|message| InputError {
+        message,
+        offset: None,
+    }));
+    scan_text(input, kind, Cursor::new(text), rules, table, summary);
+    summary.bytes = mapped.len() as u64;
+    summary.lines = 0;
+}
+
+/// The core's bytes: a plain file is mapped where it lies; compressed data
+/// and standard input are decompressed into a temporary file first.
+fn map(input: &Input, mut opened: Opened) -> std::io::Result<Mapped> {
+    match (&input.source, opened.compression) {
+        (InputSource::File(path), None) => Mapped::open(path),
+        (source, _) => {
+            let packed = match source {
+                InputSource::File(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
+                InputSource::Stdin => MAX_SPILL,
+            };
+            let limit = packed
+                .saturating_mul(MAX_EXPANSION)
+                .clamp(MIN_SPILL, MAX_SPILL);
+            Mapped::spill(&mut opened.reader, limit)
+        }
+    }
+}
