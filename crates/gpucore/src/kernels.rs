@@ -90,7 +90,28 @@ impl Cubin {
 
 /// Demangles an Itanium C++ name the way cuda-gdb prints it; other names
 /// (`extern "C"` kernels) come back unchanged.
+///
+/// A device function cloned for one kernel is named `$<kernel>$<function>`;
+/// cuda-gdb prints it `function(...) [clone kernel(...)]` when both parts
+/// are mangled C++ names, and the raw symbol otherwise (an `extern "C"`
+/// kernel).
 pub(crate) fn demangle(symbol: &str) -> String {
+    if let Some((kernel, function)) = symbol
+        .strip_prefix('$')
+        .and_then(|rest| rest.split_once('$'))
+    {
+        if kernel.starts_with("_Z") && function.starts_with("_Z") {
+            return format!(
+                "{} [clone {}]",
+                demangle_one(function),
+                demangle_one(kernel)
+            );
+        }
+    }
+    demangle_one(symbol)
+}
+
+fn demangle_one(symbol: &str) -> String {
     if symbol.len() > MAX_DEMANGLE || !symbol.starts_with("_Z") {
         return symbol.to_string();
     }
@@ -98,4 +119,28 @@ pub(crate) fn demangle(symbol: &str) -> String {
         .ok()
         .and_then(|s| s.demangle().ok())
         .unwrap_or_else(|| symbol.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demangle;
+
+    #[test]
+    fn names() {
+        assert_eq!(
+            demangle("_Z13gather_kernelPKiS0_Pii"),
+            "gather_kernel(int const*, int const*, int*, int)"
+        );
+        assert_eq!(
+            demangle("$_Z20apply_weights_kernelPKfPKiPfii$_Z13scaled_weightPKfii"),
+            "scaled_weight(float const*, int, int) [clone apply_weights_kernel(float const*, int const*, float*, int, int)]"
+        );
+        assert_eq!(
+            demangle("$gather_rows_kernel$_Z8load_rowPKfiii"),
+            "$gather_rows_kernel$_Z8load_rowPKfiii"
+        );
+        assert_eq!(demangle("plain_c_kernel"), "plain_c_kernel");
+        assert_eq!(demangle("$"), "$");
+        assert_eq!(demangle("_Zbroken"), "_Zbroken");
+    }
 }

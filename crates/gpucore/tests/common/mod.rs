@@ -299,6 +299,14 @@ pub fn parse(text: &str) -> CudaGdb {
     if !block.is_empty() {
         blocks.push(block);
     }
+    // A device assert prints "Assertion failed." instead of the exception
+    // line; the focused lane's row names it.
+    if out.exception.is_none() {
+        let focused = out.lanes.iter().find(|l| Some(l.ln) == out.focus.lane);
+        out.exception = focused
+            .map(|l| l.exception.clone())
+            .filter(|e| !e.is_empty());
+    }
     for b in blocks {
         if b.len() >= out.frames.len() {
             out.frames = b;
