@@ -124,21 +124,20 @@ pub fn read_host_core(core: &[u8], options: &Options) -> Result<HostCore, HostCo
     );
     let mut open = OpenFiles::default();
     modules::resolve(&mut resolutions, options, &mut open, &mut warnings);
-    let modules = Modules::build(resolutions, &open, &memory);
+    // A mapping with no executable code in the process (a device file,
+    // shared memory, a data file) is no module to find symbols for.
     let has_code = |path: &str| {
         notes
             .files
             .iter()
             .any(|f| f.path == path && memory.is_executable(f.start))
     };
-    for m in &modules.list {
-        if m.info.status == modules::STATUS_MISSING && has_code(&m.info.path) {
-            warnings.push(format!(
-                "{}: file not found; frames there show module and offset only",
-                m.info.path
-            ));
+    for r in resolutions.iter_mut() {
+        if r.info.status == modules::STATUS_MISSING && !has_code(&r.info.path) {
+            r.info.status = modules::STATUS_DATA.to_string();
         }
     }
+    let modules = Modules::build(resolutions, &open, &memory);
 
     if let Some(arch) = arch {
         let mut walker = Walker::new(&modules, &memory, arch, notes.pac_mask);

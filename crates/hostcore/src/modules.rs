@@ -20,6 +20,7 @@ pub const STATUS_FOUND: &str = "found";
 pub const STATUS_MISSING: &str = "missing";
 pub const STATUS_MISMATCH: &str = "mismatch";
 pub const STATUS_MEMORY: &str = "memory";
+pub const STATUS_DATA: &str = "data";
 
 /// Where a module's bytes come from once resolved.
 enum Source {
@@ -234,13 +235,10 @@ pub fn resolve(
             break;
         }
         if module.source.is_none() {
-            if let Some(path) = mismatched {
+            // The module's status says so; frames there show module and
+            // offset only.
+            if mismatched.is_some() {
                 module.info.status = STATUS_MISMATCH.to_string();
-                warnings.push(format!(
-                    "{}: {} has another build id than the core records; not used, frames there show module and offset only",
-                    module.info.path,
-                    path.display()
-                ));
             }
             continue;
         }

@@ -72,10 +72,6 @@ fn segv_matches_gdb_and_never_uses_another_libc() {
         .unwrap();
     if libc.status == "mismatch" {
         assert!(libc.resolved.is_none());
-        assert!(core
-            .warnings
-            .iter()
-            .any(|w| w.contains("libc.so.6") && w.contains("build id")));
     }
     let main = core
         .modules

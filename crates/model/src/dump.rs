@@ -89,7 +89,9 @@ pub struct MappedModule {
     /// its build id matches.
     pub resolved: Option<String>,
     /// `found`, `missing` (no file), `mismatch` (a file with another
-    /// build id, not used) or `memory` (read from the core, e.g. vDSO).
+    /// build id, not used), `memory` (read from the core, e.g. vDSO) or
+    /// `data` (a mapping without code: a device file, shared memory, a
+    /// data file).
     pub status: String,
 }
 
