@@ -227,3 +227,194 @@ fn core_report_snapshots() {
         );
     }
 }
+
+/// gdb's `thread apply all bt`: for each thread (by LWP), its frames as
+/// `(pc, function)`, function `None` for `??`.
+fn gdb_threads(text: &str) -> std::collections::BTreeMap<u64, Vec<(u64, Option<String>)>> {
+    let thread = Regex::new(r"^Thread \d+ \(Thread 0x[0-9a-f]+ \(LWP (\d+)\)").unwrap();
+    let frame = Regex::new(r"^#\d+\s+(?:0x([0-9a-f]+) in )?(\S+)").unwrap();
+    let mut threads = std::collections::BTreeMap::new();
+    let mut current = None;
+    for line in text.lines() {
+        if let Some(c) = thread.captures(line) {
+            current = Some(c[1].parse::<u64>().unwrap());
+            threads.insert(current.unwrap(), Vec::new());
+        } else if let (Some(tid), Some(c)) = (current, frame.captures(line)) {
+            // Frame #0 of the current thread is printed without its pc.
+            let pc = c
+                .get(1)
+                .map_or(0, |m| u64::from_str_radix(m.as_str(), 16).unwrap());
+            let function = (&c[2] != "??").then(|| c[2].to_owned());
+            threads.get_mut(&tid).unwrap().push((pc, function));
+        } else if line.is_empty() {
+            current = None;
+        }
+    }
+    threads
+}
+
+fn function_base(name: &str) -> &str {
+    name.split(['(', '<', ' ']).next().unwrap_or(name)
+}
+
+/// Cores made on the GPU machine from static programs: every thread and
+/// every frame equals gdb's.
+#[test]
+fn probe_cores_list_every_thread_and_frame_as_gdb_does() {
+    for (case, rule) in [
+        ("cxx_throw", "core-abort-uncaught-cxx-exception"),
+        ("threads_segv", "core-segfault"),
+    ] {
+        let dir = "fixtures/host-cores/probe";
+        let (report, _) = analyze_json(&[
+            "--debug-dir",
+            &format!("{dir}/bin"),
+            &format!("{dir}/{case}.core.zst"),
+        ]);
+        assert_eq!(report["root_cause"]["rule"], rule, "{case}");
+        let gdb = gdb_threads(&std::fs::read_to_string(format!("{dir}/{case}.gdb.txt")).unwrap());
+        let ours = report["inputs"][0]["core"]["threads"].as_array().unwrap();
+        let tids: std::collections::BTreeSet<u64> =
+            ours.iter().map(|t| t["tid"].as_u64().unwrap()).collect();
+        assert_eq!(tids, gdb.keys().copied().collect(), "{case}: threads");
+        for thread in ours {
+            let tid = thread["tid"].as_u64().unwrap();
+            let expected = &gdb[&tid];
+            let frames = thread["frames"].as_array().unwrap();
+            assert_eq!(
+                frames.len(),
+                expected.len(),
+                "{case} thread {tid}: {frames:?}"
+            );
+            for (ours, (pc, function)) in frames.iter().zip(expected) {
+                if *pc != 0 {
+                    assert_eq!(ours["pc"].as_u64().unwrap(), *pc, "{case} thread {tid}");
+                }
+                if let Some(function) = function {
+                    let got = ours["function"].as_str().unwrap_or("");
+                    assert_eq!(
+                        function_base(got),
+                        function_base(function),
+                        "{case} thread {tid}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// What the GPU machine left behind: the training log, the host core (named
+/// after the CUDA driver thread that called abort), the GPU core under the
+/// driver's default name, and the program. One incident, one root cause.
+#[test]
+fn an_incident_directory_is_one_incident() {
+    let (report, code) = analyze_json(&["fixtures/incidents/gpu-exception"]);
+    assert_eq!(code, 1);
+    let root = &report["root_cause"];
+    assert_eq!(root["rule"], "gpu-core-illegal-address");
+    let summary = root["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("embed_forward_kernel") && summary.contains("trainer.cu:14"),
+        "{summary}"
+    );
+    let explains: Vec<&str> = root["explains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        explains.contains(&"core-abort-by-cuda-driver"),
+        "{explains:?}"
+    );
+    let inputs = report["inputs"].as_array().unwrap();
+    let host = inputs.iter().find_map(|i| i.get("core")).unwrap();
+    // The program lies in the directory: its frames are symbolized, and the
+    // main thread is where gdb saw it, in cudaMemcpy called from main.
+    let gdb = std::fs::read_to_string("fixtures/host-cores/probe/gpu_exception_incident.gdb.txt")
+        .unwrap();
+    assert!(gdb.contains("in main () at /srv/train/jobs/gpuprobe/src/trainer.cu:53"));
+    let main_thread = host["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tid"] == host["process"]["pid"])
+        .unwrap();
+    let frames = main_thread["frames"].as_array().unwrap();
+    let main = frames.iter().find(|f| f["function"] == "main").unwrap();
+    assert_eq!(main["line"], 53);
+    let tids: std::collections::BTreeSet<u64> = host["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(tids, gdb_threads(&gdb).keys().copied().collect());
+}
+
+/// Each real GPU core dump: the category its exception maps to.
+#[test]
+fn each_gpu_core_dump_gets_its_category() {
+    let expected = [
+        ("assert", "device-side-assert", "gpu-core-device-assert"),
+        (
+            "assert_default_flags",
+            "device-side-assert",
+            "gpu-core-device-assert",
+        ),
+        (
+            "misaligned",
+            "illegal-memory-access",
+            "gpu-core-illegal-address",
+        ),
+        // CUDA 13 reports the runaway recursion as an out-of-range address.
+        (
+            "stack_overflow",
+            "illegal-memory-access",
+            "gpu-core-illegal-address",
+        ),
+        (
+            "multi_kernel",
+            "illegal-memory-access",
+            "gpu-core-illegal-address",
+        ),
+        (
+            "multi_context",
+            "illegal-memory-access",
+            "gpu-core-illegal-address",
+        ),
+        (
+            "torch_index",
+            "device-side-assert",
+            "gpu-core-device-assert",
+        ),
+        (
+            "gpu_full_696",
+            "illegal-memory-access",
+            "gpu-core-illegal-address",
+        ),
+        ("assert_truncated", "launch-failure", "gpu-core-truncated"),
+        (
+            "torch_index_truncated",
+            "launch-failure",
+            "gpu-core-truncated",
+        ),
+    ];
+    for (case, category, rule) in expected {
+        let (report, code) = analyze_json(&[&format!("fixtures/gpu-cores/{case}.nvcudmp.zst")]);
+        assert_eq!(code, 1, "{case}");
+        assert_eq!(report["root_cause"]["category"], category, "{case}");
+        assert_eq!(report["root_cause"]["rule"], rule, "{case}");
+    }
+}
+
+/// The log PyTorch printed and the truncated dump of the same crash: the
+/// log's assertion lines name the failure.
+#[test]
+fn a_truncated_dump_defers_to_the_log() {
+    let (report, _) = analyze_json(&[
+        "fixtures/gpu-cores/torch_index_truncated.log",
+        "fixtures/gpu-cores/torch_index_truncated.nvcudmp.zst",
+    ]);
+    assert_eq!(report["root_cause"]["category"], "device-side-assert");
+}

@@ -44,3 +44,29 @@ pub(crate) fn apply(findings: &mut [Finding], rules: &RuleSet) {
         }
     }
 }
+
+/// Drops the findings that a finding of a superseding rule replaces when
+/// both were first seen on the same line. The scanner applies `supersedes`
+/// line by line; a rule whose window completes on a later line cannot
+/// suppress a match that was already recorded, so this finishes the job.
+/// A superseded finding with more matches than the superseding one keeps
+/// the matches of other lines and stays.
+pub(crate) fn drop_superseded(findings: &mut Vec<Finding>, rules: &RuleSet) {
+    let superseded: Vec<usize> = findings
+        .iter()
+        .enumerate()
+        .filter(|(_, victim)| {
+            findings.iter().any(|winner| {
+                winner.first_seen == victim.first_seen
+                    && winner.count >= victim.count
+                    && rules
+                        .get(&winner.rule)
+                        .is_some_and(|r| r.supersedes.contains(&victim.rule))
+            })
+        })
+        .map(|(i, _)| i)
+        .collect();
+    for i in superseded.into_iter().rev() {
+        findings.remove(i);
+    }
+}

@@ -85,7 +85,12 @@ fn crash_line(core: &HostCore, crashed: Option<&HostThread>) -> Option<String> {
             let _ = write!(line, ", inside the file mapping {}", mapping.path);
         }
     } else if let Some(pid) = signal.sender_pid {
-        if pid == core.process.pid {
+        let fault = ["SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"].contains(&signal.name.as_str());
+        if pid == core.process.pid && fault {
+            line.push_str(
+                ", re-raised by the process itself: a crash handler (Python's faulthandler, a framework's) caught the fault, printed what it knew and raised it again, so the faulting address is lost and the printed report is in the log",
+            );
+        } else if pid == core.process.pid {
             line.push_str(", raised by the process itself");
         } else {
             let _ = write!(line, ", sent by pid {pid}");

@@ -51,8 +51,14 @@ pub fn findings_in_text(set: &RuleSet, text: &str) -> Vec<Finding> {
     findings_in(set, text, InputKind::Log)
 }
 
+/// The findings of `bytes` scanned as one log with `set`, as a file's
+/// bytes are: any bytes, not only UTF-8.
+pub fn findings_in_bytes(set: &RuleSet, bytes: &[u8]) -> Vec<Finding> {
+    findings_in(set, bytes, InputKind::Log)
+}
+
 /// The findings of `text` scanned as one input of `kind` with `set`.
-fn findings_in(set: &RuleSet, text: &str, kind: InputKind) -> Vec<Finding> {
+fn findings_in(set: &RuleSet, text: impl AsRef<[u8]>, kind: InputKind) -> Vec<Finding> {
     let input = Input {
         display: "example".to_owned(),
         source: InputSource::Stdin,
@@ -61,8 +67,10 @@ fn findings_in(set: &RuleSet, text: &str, kind: InputKind) -> Vec<Finding> {
     };
     let mut summary = InputSummary::new(input.display.clone(), InputKind::Log);
     let mut table = FindingTable::for_input(0);
-    scan_text(&input, kind, text.as_bytes(), set, &mut table, &mut summary);
-    table.into_findings(set)
+    scan_text(&input, kind, text.as_ref(), set, &mut table, &mut summary);
+    let mut findings = table.into_findings(set);
+    crate::cascade::drop_superseded(&mut findings, set);
+    findings
 }
 
 fn check(set: &RuleSet, rule: &Rule, example: &ExampleSpec) -> Result<(), String> {

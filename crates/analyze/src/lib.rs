@@ -8,6 +8,7 @@
 //! firing and quiet examples through the same pipeline.
 #![forbid(unsafe_code)]
 
+mod binaries;
 mod cascade;
 mod core_text;
 mod cores;
@@ -76,6 +77,15 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     } else {
         (cores / discovery.inputs.len().max(1)).max(1)
     };
+    // Binaries among the inputs are looked in for what host cores name.
+    let mut host_core = options.host_core.cloned().unwrap_or_default();
+    host_core
+        .debug_dirs
+        .extend(binaries::binary_dirs(&discovery.inputs));
+    let options = Options {
+        host_core: Some(&host_core),
+        ..options
+    };
     let scanned = parallel_map(&discovery.inputs, |index, input| {
         let mut own = FindingTable::for_input(index);
         let summary = analyze_input(input, rules, &mut own, parts, options);
@@ -92,6 +102,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
         });
     }
     let mut findings = table.into_findings(rules);
+    cascade::drop_superseded(&mut findings, rules);
     cascade::apply(&mut findings, rules);
     let (root_cause, findings) = root_cause::choose(findings, &inputs);
     let stats = Stats {
@@ -245,6 +256,10 @@ fn analyze_input(
                     .to_owned(),
             );
         }
+        _ if binaries::is_elf_binary(input) => summary.notes.push(
+            "an executable or library: not scanned, but used for the symbols of host core dumps"
+                .to_owned(),
+        ),
         _ => summary
             .notes
             .push("skipped: binary data (name the file explicitly to scan it as text)".to_owned()),

@@ -109,7 +109,7 @@ impl DebugInfo {
                 .function
                 .as_ref()
                 .and_then(|f| f.raw_name().ok())
-                .map(|raw| strip_parameters(&demangle(&raw)).to_string());
+                .map(|raw| strip_parameters(&demangle_without_return_type(&raw)).to_string());
             let (file, line) = frame
                 .location
                 .as_ref()
@@ -144,6 +144,22 @@ pub fn demangle(name: &str) -> String {
         }
     }
     name.to_string()
+}
+
+/// [`demangle`], leaving out the return type of a function template
+/// (`void f<int>(int)` → `f<int>(int)`), as gdb names frames that have
+/// DWARF.
+pub fn demangle_without_return_type(name: &str) -> String {
+    if name.starts_with("_Z") && rustc_demangle::try_demangle(name).is_err() {
+        let options = cpp_demangle::DemangleOptions::new().no_return_type();
+        if let Some(text) = cpp_demangle::Symbol::new(name)
+            .ok()
+            .and_then(|s| s.demangle_with_options(&options).ok())
+        {
+            return text;
+        }
+    }
+    demangle(name)
 }
 
 /// `ns::f(int) const` → `ns::f`, as gdb names frames that have DWARF.

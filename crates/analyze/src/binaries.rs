@@ -1,0 +1,40 @@
+//! Executables and shared libraries that lie among the inputs: an incident
+//! directory often holds the program that crashed next to its core, so
+//! their folders are searched for the binaries a host core names.
+
+use coroner_ingest::{Input, InputSource};
+use std::io::Read;
+use std::path::PathBuf;
+
+/// `ET_EXEC` and `ET_DYN`: the ELF types of executables and libraries.
+const LOADABLE: [u16; 2] = [2, 3];
+
+/// Whether the file at `input` is an ELF executable or shared library.
+pub(crate) fn is_elf_binary(input: &Input) -> bool {
+    let InputSource::File(path) = &input.source else {
+        return false;
+    };
+    let mut head = [0u8; 18];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
+    if read.is_err() || !head.starts_with(b"\x7fELF") {
+        return false;
+    }
+    // e_type, little-endian (the only byte order coroner's readers take).
+    LOADABLE.contains(&u16::from_le_bytes([head[16], head[17]]))
+}
+
+/// The folders holding ELF binaries among `inputs`, without duplicates, in
+/// input order.
+pub(crate) fn binary_dirs(inputs: &[Input]) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for input in inputs.iter().filter(|i| is_elf_binary(i)) {
+        if let InputSource::File(path) = &input.source {
+            if let Some(dir) = path.parent() {
+                if !dirs.iter().any(|d| d == dir) {
+                    dirs.push(dir.to_path_buf());
+                }
+            }
+        }
+    }
+    dirs
+}
