@@ -418,3 +418,49 @@ fn a_truncated_dump_defers_to_the_log() {
     ]);
     assert_eq!(report["root_cause"]["category"], "device-side-assert");
 }
+
+/// A read through a /dev/shm mapping whose backing is gone: SIGBUS inside
+/// the mapping, the shared-memory category, the frame gdb shows.
+#[test]
+fn a_bus_error_in_shared_memory_is_shm_exhausted() {
+    let dir = "fixtures/host-cores/shm_bus";
+    let (report, _) = analyze_json(&[
+        "--exe",
+        &format!("{dir}/shm_bus"),
+        &format!("{dir}/core.shm_bus.zst"),
+    ]);
+    assert_eq!(report["root_cause"]["category"], "shm-exhausted");
+    let summary = report["root_cause"]["summary"].as_str().unwrap();
+    assert!(summary.contains("/dev/shm/coroner_batch_0"), "{summary}");
+    let gdb = std::fs::read_to_string(format!("{dir}/shm_bus.gdb.txt")).unwrap();
+    let frames = our_frames(&report["inputs"][0]["core"]["threads"][0]);
+    assert_eq!(frames, gdb_frames(&gdb));
+}
+
+/// The driver can gzip its GPU dumps itself: the same facts come out.
+#[test]
+fn a_gzipped_gpu_dump_reads_as_the_raw_one() {
+    use std::io::{Read, Write};
+    let packed = std::fs::read("fixtures/real-gpu/cores/gpu_light_679.nvcudmp.zst").unwrap();
+    let mut raw = Vec::new();
+    zstd::stream::read::Decoder::new(&packed[..])
+        .unwrap()
+        .read_to_end(&mut raw)
+        .unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&raw).unwrap();
+    let scratch = crate::util::Scratch::new("gzip-gpu-core");
+    let path = scratch.path("core_1_host_679.nvcudmp.gz");
+    std::fs::write(&path, gz.finish().unwrap()).unwrap();
+    let (from_gzip, _) = analyze_json(&[path.to_str().unwrap()]);
+    let (from_zstd, _) = analyze_json(&["fixtures/real-gpu/cores/gpu_light_679.nvcudmp.zst"]);
+    assert_eq!(from_gzip["inputs"][0]["compression"], "gzip");
+    assert_eq!(
+        from_gzip["inputs"][0]["gpu_core"],
+        from_zstd["inputs"][0]["gpu_core"]
+    );
+    assert_eq!(
+        from_gzip["root_cause"]["summary"],
+        from_zstd["root_cause"]["summary"]
+    );
+}
