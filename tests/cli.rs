@@ -57,7 +57,8 @@ fn a_truncated_compressed_input_reports_where_it_broke_and_keeps_its_findings() 
     let dir = Scratch::new("truncated");
     std::fs::write(dir.path("cut.zst"), &zst[..zst.len() - 20]).unwrap();
     let (report, code) = analyze_json(&[&dir.display("cut.zst")]);
-    assert_eq!(code, 2);
+    // Analysed up to the break: the findings decide the exit status.
+    assert_eq!(code, 1);
     assert_eq!(report["root_cause"]["category"], "gpu-oom");
     let err = &report["inputs"][0]["errors"][0];
     assert!(err["offset"].as_u64().is_some(), "{err}");
@@ -84,7 +85,12 @@ fn exit_codes_follow_fail_on() {
 #[test]
 fn an_unreadable_input_is_an_error_but_the_others_are_analysed() {
     let (report, code) = analyze_json(&["does/not/exist.log", &fixture("logs/oom_simple.log")]);
-    assert_eq!(code, 2);
+    // The other input was analysed: its finding decides the exit status.
+    assert_eq!(code, 1);
+    let (_, code) = analyze_json(&["does/not/exist.log", &fixture("logs/nccl_info.log")]);
+    assert_eq!(code, 0);
+    let (_, code) = analyze_json(&["does/not/exist.log", "nor/this.log"]);
+    assert_eq!(code, 2, "nothing could be analysed");
     assert_eq!(report["root_cause"]["category"], "gpu-oom");
     let missing = &report["inputs"][0];
     assert_eq!(missing["path"], "does/not/exist.log");

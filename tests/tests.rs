@@ -5,6 +5,7 @@ mod ci;
 mod cli;
 mod cores;
 mod fixtures;
+mod hostile;
 mod knowledge;
 mod rules;
 mod util;

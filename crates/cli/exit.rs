@@ -5,6 +5,7 @@ pub enum ExitCode {
     Clean = 0,
     /// Findings at or above the threshold (or failing rule examples).
     Findings = 1,
-    /// coroner could not do its job: an unreadable input, a bad rule file.
+    /// coroner could not do its job: no input could be analysed, a bad
+    /// rule file, bad arguments.
     ToolError = 2,
 }

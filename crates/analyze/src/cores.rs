@@ -10,13 +10,9 @@ use coroner_model::{InputError, InputKind, InputSummary};
 use coroner_rules::RuleSet;
 use std::io::Cursor;
 
-/// A compressed core is decompressed to a temporary file of at most this
-/// many bytes per compressed byte...
-const MAX_EXPANSION: u64 = 4096;
-/// ... and at least this many bytes are always allowed ...
-const MIN_SPILL: u64 = 1 << 30;
-/// ... and never more than this many bytes.
-const MAX_SPILL: u64 = 64 << 30;
+// A compressed core is decompressed to a temporary file of at most
+// `CORE_EXPANSION` bytes for its compressed size.
+use coroner_ingest::CORE_EXPANSION;
 
 /// Reads the core dump `opened` and scans its summary.
 pub(crate) fn analyze_core(
@@ -92,11 +88,9 @@ fn map(input: &Input, mut opened: Opened) -> std::io::Result<Mapped> {
         (source, _) => {
             let packed = match source {
                 InputSource::File(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
-                InputSource::Stdin => MAX_SPILL,
+                InputSource::Stdin => u64::MAX,
             };
-            let limit = packed
-                .saturating_mul(MAX_EXPANSION)
-                .clamp(MIN_SPILL, MAX_SPILL);
+            let limit = CORE_EXPANSION.allowed(packed);
             Mapped::spill(&mut opened.reader, limit)
         }
     }

@@ -114,12 +114,23 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
         cwd,
         prefix: args.path_prefix.clone(),
     };
-    let text = if args.quiet {
+    // The human report lists input errors itself; with any other output
+    // they are also said on standard error, where a person sees them.
+    if args.quiet || format != ReportFormat::Human {
         for input in &report.inputs {
             for e in &input.errors {
-                output::eprint(&format!("coroner: {}: {}\n", input.path, e.message));
+                let at = e
+                    .offset
+                    .map(|o| format!(" (at byte {o})"))
+                    .unwrap_or_default();
+                output::eprint(&format!(
+                    "coroner: warning: {}: {}{at}\n",
+                    input.path, e.message
+                ));
             }
         }
+    }
+    let text = if args.quiet {
         let mut line = coroner_report::verdict(&report);
         line.push('\n');
         line
@@ -137,7 +148,9 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
     if !output::print(&text) {
         return ExitCode::ToolError;
     }
-    if report.has_input_errors() {
+    // An input that could not be read is reported with the rest; the run
+    // fails as a whole only when nothing at all could be analysed.
+    if report.nothing_analysed() {
         ExitCode::ToolError
     } else if report.max_severity().is_some_and(|s| s >= fail_on) {
         ExitCode::Findings

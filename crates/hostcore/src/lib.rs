@@ -1,4 +1,14 @@
 #![forbid(unsafe_code)]
+// Inputs are untrusted: no panicking shortcuts on the bytes they hold.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
 //! Reads a host process's ELF core dump offline, without gdb: threads and
 //! their registers, the fatal signal, the mapped files, and for every
 //! thread a stack unwound (DWARF CFI, signal frames, frame pointers,

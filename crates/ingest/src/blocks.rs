@@ -96,7 +96,7 @@ impl<R: Read> BlockReader<R> {
             self.compact();
             self.fill();
             if self.skipping {
-                match memchr::memchr(b'\n', &self.buf[..self.filled]) {
+                match memchr::memchr(b'\n', self.buf.get(..self.filled).unwrap_or_default()) {
                     Some(i) => {
                         self.start = i + 1;
                         self.skipping = false;
@@ -112,33 +112,32 @@ impl<R: Read> BlockReader<R> {
             if self.filled == 0 {
                 return self.end();
             }
+            let filled = self.buf.get(..self.filled).unwrap_or_default();
             let offset = self.base;
-            return Ok(Some(
-                match memchr::memrchr(b'\n', &self.buf[..self.filled]) {
-                    Some(i) => {
-                        self.start = i + 1;
-                        Block::Lines {
-                            bytes: &self.buf[..=i],
-                            offset,
-                        }
+            return Ok(Some(match memchr::memrchr(b'\n', filled) {
+                Some(i) => {
+                    self.start = i + 1;
+                    Block::Lines {
+                        bytes: filled.get(..=i).unwrap_or(filled),
+                        offset,
                     }
-                    None if self.eof => {
-                        self.start = self.filled;
-                        Block::Lines {
-                            bytes: &self.buf[..self.filled],
-                            offset,
-                        }
+                }
+                None if self.eof => {
+                    self.start = self.filled;
+                    Block::Lines {
+                        bytes: filled,
+                        offset,
                     }
-                    None => {
-                        self.start = self.filled;
-                        self.skipping = true;
-                        Block::LongLine {
-                            head: &self.buf[..self.filled.min(MAX_LINE)],
-                            offset,
-                        }
+                }
+                None => {
+                    self.start = self.filled;
+                    self.skipping = true;
+                    Block::LongLine {
+                        head: filled.get(..MAX_LINE).unwrap_or(filled),
+                        offset,
                     }
-                },
-            ));
+                }
+            }));
         }
     }
 
@@ -163,13 +162,17 @@ impl<R: Read> BlockReader<R> {
 
     /// Reads until the buffer is full or the input ends.
     fn fill(&mut self) {
-        while !self.eof && self.filled < self.buf.len() {
-            match self.inner.read(&mut self.buf[self.filled..]) {
+        while !self.eof {
+            let Some(free) = self.buf.get_mut(self.filled..).filter(|f| !f.is_empty()) else {
+                return;
+            };
+            match self.inner.read(free) {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
-                    let new = self.filled..self.filled + n;
-                    self.filled += n;
-                    if self.live && memchr::memchr(b'\n', &self.buf[new]).is_some() {
+                    let new = free.get(..n).unwrap_or_default();
+                    let line = memchr::memchr(b'\n', new).is_some();
+                    self.filled += new.len();
+                    if self.live && line {
                         return;
                     }
                 }

@@ -8,38 +8,33 @@ pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
         out.extend_from_slice(raw);
         return out;
     }
-    let mut i = 0;
-    while i < raw.len() {
-        let b = raw[i];
+    let mut bytes = raw.iter().copied();
+    while let Some(b) = bytes.next() {
         if b != 0x1b {
             out.push(b);
-            i += 1;
             continue;
         }
-        match raw.get(i + 1) {
+        match bytes.next() {
+            // CSI: parameters and intermediates up to a final byte.
             Some(b'[') => {
-                i += 2;
-                while i < raw.len() && !(0x40..=0x7e).contains(&raw[i]) {
-                    i += 1;
+                for c in bytes.by_ref() {
+                    if (0x40..=0x7e).contains(&c) {
+                        break;
+                    }
                 }
-                i += 1;
             }
+            // OSC: up to BEL or ST (`ESC \`).
             Some(b']') => {
-                i += 2;
-                while i < raw.len() {
-                    if raw[i] == 0x07 {
-                        i += 1;
+                let mut escape = false;
+                for c in bytes.by_ref() {
+                    if c == 0x07 || (escape && c == b'\\') {
                         break;
                     }
-                    if raw[i] == 0x1b && raw.get(i + 1) == Some(&b'\\') {
-                        i += 2;
-                        break;
-                    }
-                    i += 1;
+                    escape = c == 0x1b;
                 }
             }
-            Some(_) => i += 2,
-            None => i += 1,
+            // Two-byte `ESC x`, or an escape at the end of the line.
+            Some(_) | None => {}
         }
     }
     out

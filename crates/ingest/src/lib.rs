@@ -4,18 +4,31 @@
 //!   directories walked in a deterministic order (hidden entries and
 //!   special files skipped with a note), `-` for standard input.
 //! - [`open`] decompresses by magic bytes (gzip, zstd, xz) and detects what
-//!   the content is ([`coroner_model::InputKind`]).
+//!   the content is ([`coroner_model::InputKind`]); decompressed size is
+//!   capped relative to compressed size ([`TEXT_EXPANSION`],
+//!   [`CORE_EXPANSION`]).
 //! - [`BlockReader`] streams blocks of whole lines with bounded memory: a
 //!   line longer than the read buffer is cut to [`MAX_LINE`] bytes, never
 //!   buffered whole.
 //! - [`clean_line`] removes what terminals add (CR, ANSI colour codes).
 //! - [`Follow`] reads a file that is still being written, as `tail -f`.
 #![deny(unsafe_code)]
+// Inputs are untrusted: no panicking shortcuts on the bytes they hold.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
 
 mod blocks;
 mod clean;
 mod discover;
 mod follow;
+mod limits;
 mod mapped;
 mod open;
 
@@ -23,5 +36,6 @@ pub use blocks::{Block, BlockReader, BLOCK_LEN, MAX_LINE};
 pub use clean::clean_line;
 pub use discover::{discover, rank_from_path, Discovery, Input, InputSource};
 pub use follow::Follow;
+pub use limits::{ExpansionLimit, CORE_EXPANSION, TEXT_EXPANSION};
 pub use mapped::Mapped;
-pub use open::{detect_kind, open, Compression, Opened};
+pub use open::{detect_kind, open, open_reader, Compression, Opened};

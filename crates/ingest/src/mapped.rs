@@ -14,9 +14,24 @@ pub struct Mapped {
 }
 
 impl Mapped {
-    /// Maps the file at `path`.
+    /// Maps the file at `path`, which must be a regular file: opening a
+    /// FIFO would wait for a writer, and a device can be endless.
     pub fn open(path: &Path) -> io::Result<Mapped> {
-        Mapped::of_file(&File::open(path)?)
+        if !std::fs::metadata(path)?.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a regular file", path.display()),
+            ));
+        }
+        let file = File::open(path)?;
+        if !file.metadata()?.is_file() {
+            // Replaced between the two looks.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a regular file", path.display()),
+            ));
+        }
+        Mapped::of_file(&file)
     }
 
     /// Decompressed `reader` written to an unlinked temporary file, then
@@ -27,7 +42,8 @@ impl Mapped {
         let written = io::copy(&mut reader.take(limit.saturating_add(1)), &mut file)?;
         if written > limit {
             return Err(io::Error::other(format!(
-                "decompressed size exceeds the limit of {limit} bytes"
+                "decompression stopped at byte {limit}: the decompressed core would be larger \
+                 than allowed for its compressed size, which looks like a decompression bomb"
             )));
         }
         Mapped::of_file(&file)
@@ -72,6 +88,13 @@ mod tests {
     fn spill_stops_at_the_limit() {
         let mut data: &[u8] = &[0u8; 100];
         assert!(Mapped::spill(&mut data, 10).is_err());
+    }
+
+    #[test]
+    fn special_files_are_not_mapped() {
+        let err = Mapped::open(Path::new("/dev/null")).err();
+        assert!(err.is_some_and(|e| e.to_string().contains("not a regular file")));
+        assert!(Mapped::open(Path::new("/")).is_err());
     }
 
     #[test]

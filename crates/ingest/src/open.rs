@@ -1,7 +1,10 @@
 use crate::discover::{Input, InputSource};
+use crate::limits::{Capped, Counted, TEXT_EXPANSION};
 use coroner_model::InputKind;
 use std::fs::File;
 use std::io::{self, Cursor, Read};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 /// Bytes looked at to tell what an input is.
 const SNIFF_LEN: usize = 8 * 1024;
@@ -66,13 +69,35 @@ pub fn open(input: &Input) -> io::Result<Opened> {
         InputSource::Stdin => Box::new(io::stdin()),
         InputSource::File(path) => Box::new(File::open(path)?),
     };
+    open_reader(raw)
+}
+
+/// [`open`] for bytes from any reader. Decompressed output is capped at
+/// [`TEXT_EXPANSION`] relative to the compressed bytes read so far: past
+/// it, reading fails with an error that says how far it got.
+pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
     let (head, raw) = peek(raw, 6)?;
     let compression = Compression::sniff(&head);
+    let packed = Arc::new(AtomicU64::new(0));
+    let counted = Counted {
+        inner: raw,
+        count: Arc::clone(&packed),
+    };
     let decoded: Box<dyn Read + Send> = match compression {
-        None => raw,
-        Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(raw)),
-        Some(Compression::Zstd) => Box::new(zstd::stream::read::Decoder::new(raw)?),
-        Some(Compression::Xz) => Box::new(xz2::read::XzDecoder::new_multi_decoder(raw)),
+        None => counted.inner,
+        Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(counted)),
+        Some(Compression::Zstd) => Box::new(zstd::stream::read::Decoder::new(counted)?),
+        Some(Compression::Xz) => Box::new(xz2::read::XzDecoder::new_multi_decoder(counted)),
+    };
+    let decoded: Box<dyn Read + Send> = match compression {
+        None => decoded,
+        Some(_) => Box::new(Capped {
+            inner: decoded,
+            packed,
+            limit: TEXT_EXPANSION,
+            out: 0,
+            stopped: false,
+        }),
     };
     let (head, reader) = peek(decoded, SNIFF_LEN)?;
     Ok(Opened {
@@ -88,15 +113,17 @@ pub fn open(input: &Input) -> io::Result<Opened> {
 fn peek(mut r: Box<dyn Read + Send>, n: usize) -> io::Result<(Vec<u8>, Box<dyn Read + Send>)> {
     let mut head = vec![0; n];
     let mut filled = 0;
-    while filled < n {
-        match r.read(&mut head[filled..]) {
+    while let Some(free) = head.get_mut(filled..).filter(|f| !f.is_empty()) {
+        match r.read(free) {
             Ok(0) => break,
             Ok(k) => {
-                filled += k;
                 // A pipe hands over what it has: a whole line is enough to
                 // go on with, rather than waiting for more that may only
                 // come later (or never, while a job is still running).
-                if memchr::memchr(b'\n', &head[filled - k..filled]).is_some() {
+                let new = free.get(..k).unwrap_or_default();
+                let line = memchr::memchr(b'\n', new).is_some();
+                filled += k.min(new.len());
+                if line {
                     break;
                 }
             }
@@ -130,8 +157,12 @@ impl Read for Failed {
 /// Tells what content is from its first bytes.
 pub fn detect_kind(head: &[u8]) -> InputKind {
     if head.starts_with(b"\x7fELF") {
-        let e_type = head.get(16..18).map(|b| u16::from_le_bytes([b[0], b[1]]));
-        let e_machine = head.get(18..20).map(|b| u16::from_le_bytes([b[0], b[1]]));
+        let half = |at: usize| {
+            head.get(at..at + 2)
+                .and_then(|b| b.try_into().ok())
+                .map(u16::from_le_bytes)
+        };
+        let (e_type, e_machine) = (half(16), half(18));
         return match (e_type, e_machine) {
             (Some(4), Some(0xbe)) => InputKind::CudaGpuCore,
             (Some(4), _) => InputKind::ElfCore,

@@ -4,6 +4,16 @@
 //! every line of a rank's output (`[rank3]:` from PyTorch,
 //! `[default3]:` from `torchrun --tee`) and reports the rank they name.
 #![forbid(unsafe_code)]
+// Inputs are untrusted: no panicking shortcuts on the bytes they hold.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
 
 mod prefix;
 

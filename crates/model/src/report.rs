@@ -213,4 +213,19 @@ impl Report {
     pub fn has_input_errors(&self) -> bool {
         self.inputs.iter().any(|i| !i.errors.is_empty())
     }
+
+    /// Inputs that were analysed, in full or up to an error: text that was
+    /// scanned, and core dumps that were read.
+    pub fn analysed_inputs(&self) -> usize {
+        self.inputs
+            .iter()
+            .filter(|i| i.kind.is_text() || i.core.is_some() || i.gpu_core.is_some())
+            .count()
+    }
+
+    /// Whether the run failed as a whole: some input had an error and none
+    /// could be analysed.
+    pub fn nothing_analysed(&self) -> bool {
+        self.has_input_errors() && self.analysed_inputs() == 0
+    }
 }

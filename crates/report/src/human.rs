@@ -92,11 +92,7 @@ fn write_secondary(out: &mut String, f: &Finding, style: Style) {
 }
 
 fn write_inputs(out: &mut String, report: &Report, style: Style) {
-    let read = report
-        .inputs
-        .iter()
-        .filter(|i| i.kind.is_text() || i.core.is_some() || i.gpu_core.is_some())
-        .count();
+    let read = report.analysed_inputs();
     let _ = writeln!(
         out,
         "\nRead {read} of {} input(s): {} lines, {}.",

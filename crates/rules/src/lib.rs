@@ -12,6 +12,16 @@
 //!
 //! This crate knows nothing of log formats: callers hand it [`Line`]s.
 #![forbid(unsafe_code)]
+// Inputs are untrusted: no panicking shortcuts on the bytes they hold.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
 
 mod error;
 mod matcher;

@@ -134,7 +134,8 @@ impl<'s> Scanner<'s> {
         let rules = self.set.rules();
         let mut anchored: Vec<(usize, Match, Vec<usize>)> = Vec::new();
         for &r in &candidates {
-            if let Some(found) = anchor(&rules[r], r, line) {
+            let Some(rule) = rules.get(r) else { continue };
+            if let Some(found) = anchor(rule, r, line) {
                 anchored.push(found);
             }
         }
@@ -146,7 +147,7 @@ impl<'s> Scanner<'s> {
             } else if self.pending.iter().filter(|p| p.rule == r).count() < MAX_PENDING_PER_RULE {
                 self.pending.push(Pending {
                     rule: r,
-                    last_line: line.number + u64::from(rules[r].window()),
+                    last_line: line.number + u64::from(rules.get(r).map_or(0, Rule::window)),
                     remaining,
                     found,
                 });
@@ -172,22 +173,22 @@ impl<'s> Scanner<'s> {
         }
         let rules = self.set.rules();
         let mut i = 0;
-        while i < self.pending.len() {
-            let p = &mut self.pending[i];
-            if line.number > p.last_line {
+        while let Some(p) = self.pending.get_mut(i) {
+            let Some(rule) = rules.get(p.rule).filter(|_| line.number <= p.last_line) else {
                 self.pending.swap_remove(i);
                 continue;
-            }
-            let all = &rules[p.rule].pattern.all;
+            };
+            let all = &rule.pattern.all;
             let mut matched_here = None;
-            p.remaining.retain(|&k| match capture(&all[k], line) {
-                Some((caps, span)) => {
-                    merge(&mut p.found.captures, caps);
-                    matched_here.get_or_insert(span);
-                    false
-                }
-                None => true,
-            });
+            p.remaining
+                .retain(|&k| match all.get(k).and_then(|re| capture(re, line)) {
+                    Some((caps, span)) => {
+                        merge(&mut p.found.captures, caps);
+                        matched_here.get_or_insert(span);
+                        false
+                    }
+                    None => true,
+                });
             if let Some(span) = matched_here {
                 p.found.lines.push(matched_line(line, span));
             }
@@ -211,12 +212,13 @@ impl<'s> Scanner<'s> {
             .filter(|a| a.2.is_empty())
             .map(|a| a.0)
             .collect();
-        let any_specific = complete.iter().any(|&r| !rules[r].fallback);
+        let fallback = |r: usize| rules.get(r).is_some_and(|rule| rule.fallback);
+        let any_specific = complete.iter().any(|&r| !fallback(r));
         anchored.retain(|(r, _, _)| {
             let superseded = complete
                 .iter()
-                .any(|&o| o != *r && self.set.supersedes[o].contains(r));
-            !(superseded || (rules[*r].fallback && any_specific))
+                .any(|&o| o != *r && self.set.supersedes.get(o).is_some_and(|s| s.contains(r)));
+            !(superseded || (fallback(*r) && any_specific))
         });
     }
 }

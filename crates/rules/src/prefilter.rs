@@ -130,7 +130,10 @@ impl LiteralGroup {
                     lit.to_ascii_lowercase()
                 };
                 match literals.iter().position(|l| *l == lit) {
-                    Some(p) => owners[p].push(i),
+                    Some(p) => owners
+                        .get_mut(p)
+                        .into_iter()
+                        .for_each(|o: &mut Vec<usize>| o.push(i)),
                     None => {
                         literals.push(lit);
                         owners.push(vec![i]);
@@ -207,16 +210,19 @@ impl Prefilter {
         list.clear();
         for group in &self.groups {
             for m in group.automaton.find_overlapping_iter(text) {
-                for &r in &group.owners[m.pattern().as_usize()] {
-                    if !hit[r] {
-                        hit[r] = true;
+                let owners = group.owners.get(m.pattern().as_usize());
+                for &r in owners.into_iter().flatten() {
+                    if let Some(seen @ false) = hit.get_mut(r) {
+                        *seen = true;
                         list.push(r);
                     }
                 }
             }
         }
         for &r in list.iter() {
-            hit[r] = false;
+            if let Some(seen) = hit.get_mut(r) {
+                *seen = false;
+            }
         }
         list.sort_unstable();
     }
@@ -271,14 +277,17 @@ fn fingerprints(literals: &[Vec<u8>], background: &[u8]) -> Vec<Vec<u8>> {
         let best = candidates
             .iter()
             .filter_map(|(p, cost, lits)| {
-                let new = lits.iter().filter(|&&l| !covered[l]).count() as u64;
+                let new = lits
+                    .iter()
+                    .filter(|&&l| covered.get(l) == Some(&false))
+                    .count() as u64;
                 (new > 0).then(|| (*p, cost * 1000 / new, lits))
             })
             .min_by_key(|(_, score, _)| *score);
         let Some((piece, _, lits)) = best else { break };
         for &l in lits {
-            if !covered[l] {
-                covered[l] = true;
+            if let Some(done @ false) = covered.get_mut(l) {
+                *done = true;
                 left -= 1;
             }
         }

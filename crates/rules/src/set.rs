@@ -91,7 +91,10 @@ impl RuleSet {
                         id_span(&rule.text, &rule.id),
                         format!("duplicate rule id `{}`", rule.id),
                     )
-                    .with_help(format!("first defined in {}", rules[first].source)),
+                    .with_help(format!(
+                        "first defined in {}",
+                        rules.get(first).map_or("", |r| r.source.as_str())
+                    )),
                 );
             } else {
                 index.insert(&rule.id, i);
@@ -139,8 +142,13 @@ impl RuleSet {
     /// The prefilter of the rules that apply to inputs of `kind` (a
     /// binary input scanned as text counts as a log).
     pub(crate) fn prefilter(&self, kind: InputKind) -> &Prefilter {
-        let at = Self::SCANNED.iter().position(|k| *k == kind).unwrap_or(0);
-        self.prefilters[at].get_or_init(|| Prefilter::new(&self.rules, Self::SCANNED[at]))
+        let [log, ..] = &self.prefilters;
+        let (kind, cell) = Self::SCANNED
+            .iter()
+            .zip(&self.prefilters)
+            .find(|(k, _)| **k == kind)
+            .unwrap_or((&InputKind::Log, log));
+        cell.get_or_init(|| Prefilter::new(&self.rules, *kind))
     }
 
     /// The rules, in load order (built-ins sorted by path first).

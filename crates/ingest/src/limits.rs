@@ -1,0 +1,139 @@
+//! How far a compressed input may expand.
+//!
+//! A small compressed file can decompress to an enormous stream (a
+//! "decompression bomb"). Both kinds of compressed input are capped the same
+//! way: at most `ratio` decompressed bytes per compressed byte, but always at
+//! least `floor` bytes and never more than `ceiling`. Text is capped as it
+//! streams, against the compressed bytes read so far; a core dump, which is
+//! decompressed to a temporary file before it is read, against the
+//! compressed file's size.
+
+use std::io::{self, Read};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A cap on decompressed size relative to compressed size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpansionLimit {
+    /// Decompressed bytes allowed per compressed byte.
+    pub ratio: u64,
+    /// Decompressed bytes always allowed, whatever the compressed size.
+    pub floor: u64,
+    /// Decompressed bytes never exceeded.
+    pub ceiling: u64,
+}
+
+impl ExpansionLimit {
+    /// The most decompressed bytes allowed from `packed` compressed bytes.
+    pub fn allowed(&self, packed: u64) -> u64 {
+        packed
+            .saturating_mul(self.ratio)
+            .max(self.floor)
+            .min(self.ceiling)
+    }
+}
+
+/// Compressed text inputs (logs): 1000:1, at least 512 MiB. Real logs
+/// compress 5:1 to 50:1; very repetitive ones a few hundred to one.
+pub const TEXT_EXPANSION: ExpansionLimit = ExpansionLimit {
+    ratio: 1000,
+    floor: 512 << 20,
+    ceiling: u64::MAX,
+};
+
+/// Compressed core dumps: 4096:1, at least 1 GiB, at most 64 GiB. Cores are
+/// mostly zero pages and compress far better than text (1600:1 is seen).
+pub const CORE_EXPANSION: ExpansionLimit = ExpansionLimit {
+    ratio: 4096,
+    floor: 1 << 30,
+    ceiling: 64 << 30,
+};
+
+/// Counts the bytes read through it into a shared counter.
+pub(crate) struct Counted<R> {
+    pub(crate) inner: R,
+    pub(crate) count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Decompressed output that fails once it grows past the limit allowed for
+/// the compressed bytes read so far.
+pub(crate) struct Capped<R> {
+    pub(crate) inner: R,
+    pub(crate) packed: Arc<AtomicU64>,
+    pub(crate) limit: ExpansionLimit,
+    pub(crate) out: u64,
+    pub(crate) stopped: bool,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.stopped {
+            return Ok(0);
+        }
+        let n = self.inner.read(buf)?;
+        let out = self.out.saturating_add(n as u64);
+        let packed = self.packed.load(Ordering::Relaxed);
+        let allowed = self.limit.allowed(packed);
+        if out > allowed {
+            self.stopped = true;
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "decompression stopped after {} bytes of output from {packed} compressed \
+                     bytes: more than {}:1 and over {} MiB, which looks like a decompression bomb",
+                    self.out,
+                    self.limit.ratio,
+                    self.limit.floor >> 20
+                ),
+            ));
+        }
+        self.out = out;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allowed_is_the_ratio_between_floor_and_ceiling() {
+        let l = ExpansionLimit {
+            ratio: 10,
+            floor: 100,
+            ceiling: 1000,
+        };
+        assert_eq!(l.allowed(0), 100);
+        assert_eq!(l.allowed(50), 500);
+        assert_eq!(l.allowed(500), 1000);
+        assert_eq!(TEXT_EXPANSION.allowed(u64::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn capped_output_fails_past_the_limit() {
+        let packed = Arc::new(AtomicU64::new(1));
+        let mut r = Capped {
+            inner: io::repeat(b'a'),
+            packed,
+            limit: ExpansionLimit {
+                ratio: 10,
+                floor: 100,
+                ceiling: 1000,
+            },
+            out: 0,
+            stopped: false,
+        };
+        let mut sink = Vec::new();
+        let err = r.by_ref().take(10_000).read_to_end(&mut sink);
+        assert!(err.is_err());
+        assert!(sink.len() <= 100, "{}", sink.len());
+    }
+}

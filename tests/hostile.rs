@@ -1,0 +1,522 @@
+//! Hostile and broken inputs through the real binary: each run ends in
+//! bounded time without a panic, says clearly what was wrong with which
+//! input, and still analyses the other inputs (here always a real
+//! out-of-memory log, so the root cause must stay `gpu-oom`).
+//!
+//! The 1 GB single line is `#[ignore]`d (a 200 MB one runs by default):
+//! `cargo test --test tests hostile -- --ignored`.
+
+use crate::util::{coroner, fixture, Scratch};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A real log whose root cause is `gpu-oom`, given with every hostile input.
+const OOM: &str = "logs/oom_simple.log";
+
+/// What a bounded run produced.
+struct Run {
+    out: Output,
+    report: serde_json::Value,
+    elapsed: Duration,
+    /// Peak resident memory in KiB, where `/usr/bin/time` can tell.
+    peak_kib: Option<u64>,
+}
+
+impl Run {
+    fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+
+    /// The summary of the input whose path ends with `tail`.
+    fn input(&self, tail: &str) -> &serde_json::Value {
+        self.report["inputs"]
+            .as_array()
+            .and_then(|all| {
+                all.iter()
+                    .find(|i| i["path"].as_str().is_some_and(|p| p.ends_with(tail)))
+            })
+            .unwrap_or_else(|| panic!("no input {tail} in {}", self.report["inputs"]))
+    }
+
+    fn messages(&self, tail: &str, key: &str) -> String {
+        self.input(tail)[key]
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_owned))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
+    }
+
+    /// Neither a panic nor a crash, and the out-of-memory log analysed.
+    fn assert_survived(&self) {
+        let err = self.stderr();
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(
+            matches!(self.code(), Some(0..=2)),
+            "exit {:?}: {err}",
+            self.code()
+        );
+        let findings = self.report["findings"].as_array();
+        assert!(
+            findings.is_some_and(|f| f.iter().any(|f| f["category"] == "gpu-oom")),
+            "the other input was not analysed: {err}"
+        );
+        assert_eq!(self.code(), Some(1), "findings decide the exit: {err}");
+    }
+}
+
+/// Runs `analyze --format json ARGS` and fails if it takes longer than
+/// `limit`.
+fn analyze_bounded(args: &[&str], limit: Duration) -> Run {
+    let time = Path::new("/usr/bin/time");
+    let mut cmd = if time.exists() {
+        let mut c = Command::new(time);
+        c.arg("-v").arg(env!("CARGO_BIN_EXE_coroner"));
+        c.current_dir(crate::util::root()).env("NO_COLOR", "1");
+        c
+    } else {
+        coroner()
+    };
+    cmd.args(["analyze", "--format", "json"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("spawn coroner");
+    // Read the pipes on threads so that a large report cannot block it.
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out_thread = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut v);
+        v
+    });
+    let err_thread = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stderr, &mut v);
+        v
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("coroner {args:?} ran longer than {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = started.elapsed();
+    let out = Output {
+        status,
+        stdout: out_thread.join().expect("stdout thread"),
+        stderr: err_thread.join().expect("stderr thread"),
+    };
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let peak_kib = err
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Maximum resident set size (kbytes): ")
+        })
+        .and_then(|n| n.trim().parse().ok());
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {err}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    Run {
+        out,
+        report,
+        elapsed,
+        peak_kib,
+    }
+}
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[test]
+fn an_empty_file_is_read_as_an_empty_log() {
+    let dir = Scratch::new("hostile-empty");
+    std::fs::write(dir.path("empty.log"), b"").unwrap();
+    let run = analyze_bounded(&[&dir.display("empty.log"), &fixture(OOM)], LIMIT);
+    run.assert_survived();
+    assert_eq!(run.input("empty.log")["lines"], 0);
+    assert_eq!(run.messages("empty.log", "errors"), "");
+}
+
+/// Writes a file of one line of `len` bytes, streamed, then an OOM line.
+fn write_long_line(path: &Path, len: usize) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let chunk = vec![b'x'; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        f.write_all(&chunk[..n]).unwrap();
+        left -= n;
+    }
+    f.write_all(b"\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+        .unwrap();
+    f.flush().unwrap();
+}
+
+fn one_long_line(len: usize, limit: Duration) {
+    let dir = Scratch::new(&format!("hostile-long-{len}"));
+    write_long_line(&dir.path("long.log"), len);
+    let run = analyze_bounded(&[&dir.display("long.log")], limit);
+    assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    // The line after the long one is still matched.
+    assert_eq!(run.report["root_cause"]["category"], "gpu-oom");
+    let long = run.input("long.log");
+    assert_eq!(long["lines"], 2);
+    assert_eq!(long["bytes"].as_u64(), Some(len as u64 + 73));
+    let notes = run.messages("long.log", "notes");
+    assert!(
+        notes.contains("1 line(s) longer than 1 MiB were truncated for matching"),
+        "{notes}"
+    );
+    // Memory stays far below the line's size.
+    if let Some(kib) = run.peak_kib {
+        assert!(kib < 256 * 1024, "peak RSS {kib} KiB for a {len}-byte line");
+    }
+    eprintln!(
+        "{len}-byte line: {:?}, peak RSS {:?} KiB",
+        run.elapsed, run.peak_kib
+    );
+}
+
+#[test]
+fn a_200_mb_line_is_truncated_for_matching_and_said_so() {
+    one_long_line(200 << 20, LIMIT);
+}
+
+#[test]
+#[ignore = "writes 1 GB; run with --ignored"]
+fn a_1_gb_line_is_truncated_for_matching_and_said_so() {
+    one_long_line(1 << 30, Duration::from_secs(300));
+}
+
+/// Deterministic pseudo-random bytes.
+fn noise(len: usize, mut seed: u64) -> Vec<u8> {
+    (0..len)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 24) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn random_bytes_are_skipped_in_a_directory_and_scanned_when_named() {
+    let dir = Scratch::new("hostile-random");
+    std::fs::write(dir.path("noise.bin"), noise(4 << 20, 0x9e37_79b9)).unwrap();
+    let run = analyze_bounded(&[&dir.display("noise.bin"), &fixture(OOM)], LIMIT);
+    run.assert_survived();
+    assert!(
+        run.messages("noise.bin", "notes").contains("binary"),
+        "{}",
+        run.messages("noise.bin", "notes")
+    );
+    let run = analyze_bounded(&[&dir.display(""), &fixture(OOM)], LIMIT);
+    run.assert_survived();
+    assert!(run.messages("noise.bin", "notes").contains("skipped"));
+}
+
+#[test]
+fn invalid_utf8_around_a_failure_is_still_matched() {
+    let dir = Scratch::new("hostile-utf8");
+    let mut log = noise(10_000, 7)
+        .into_iter()
+        .map(|b| if b == b'\n' { b' ' } else { b | 0x80 })
+        .collect::<Vec<_>>();
+    log.extend_from_slice(
+        b"\n[rank1]: \xff\xfe torch.OutOfMemoryError: CUDA out of memory. \xc3\x28\n",
+    );
+    log.extend_from_slice(b"\xed\xa0\x80 surrogate \xf4\x90\x80\x80 past U+10FFFF\n");
+    std::fs::write(dir.path("bad-utf8.log"), &log).unwrap();
+    let run = analyze_bounded(&[&dir.display("bad-utf8.log")], LIMIT);
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.report["root_cause"]["category"], "gpu-oom");
+    assert_eq!(run.report["root_cause"]["rank"], 1);
+}
+
+fn oom_log_zst() -> Vec<u8> {
+    let log = std::fs::read(crate::util::root().join(fixture(OOM))).unwrap();
+    zstd::encode_all(&log[..], 3).unwrap()
+}
+
+#[test]
+fn a_truncated_zst_is_analysed_up_to_the_break_with_a_warning() {
+    let dir = Scratch::new("hostile-truncated-zst");
+    let mut log = Vec::new();
+    for step in 0..50_000u64 {
+        let noise = step.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+        log.extend_from_slice(format!("step {step} loss {noise}\n").as_bytes());
+    }
+    let zst = zstd::encode_all(&log[..], 3).unwrap();
+    std::fs::write(dir.path("cut.log.zst"), &zst[..zst.len() / 2]).unwrap();
+    let run = analyze_bounded(&[&dir.display("cut.log.zst"), &fixture(OOM)], LIMIT);
+    run.assert_survived();
+    let cut = run.input("cut.log.zst");
+    let offset = cut["errors"][0]["offset"].as_u64().expect("an offset");
+    assert!(offset > 0 && offset == cut["bytes"].as_u64().unwrap_or(0));
+    let err = run.stderr();
+    assert!(
+        err.contains("coroner: warning: ")
+            && err.contains("cut.log.zst")
+            && err.contains(&format!("(at byte {offset})")),
+        "{err}"
+    );
+}
+
+/// A zstd frame of `blocks` RLE blocks of 128 KiB of `a` each: 4 bytes
+/// of input per 128 KiB of output.
+fn zstd_rle_bomb(blocks: usize) -> Vec<u8> {
+    let mut frame = vec![0x28, 0xb5, 0x2f, 0xfd];
+    // Frame header: no content size, no checksum; a 128 KiB window.
+    frame.extend_from_slice(&[0x00, 0x38]);
+    for i in 0..blocks {
+        let last = u32::from(i + 1 == blocks);
+        let header = (128u32 << 10) << 3 | 1 << 1 | last;
+        frame.extend_from_slice(&header.to_le_bytes()[..3]);
+        frame.push(b'a');
+    }
+    frame
+}
+
+#[test]
+fn a_zstd_bomb_stops_with_an_error_naming_the_offset() {
+    let dir = Scratch::new("hostile-bomb");
+    // A real log first, then 2 GiB of `a` from 64 KiB.
+    let mut bomb = oom_log_zst();
+    bomb.extend_from_slice(&zstd_rle_bomb(16 * 1024));
+    assert!(bomb.len() < 100 * 1024);
+    std::fs::write(dir.path("bomb.log.zst"), &bomb).unwrap();
+    std::fs::write(dir.path("plain.log"), b"step 1 loss 0.5\n").unwrap();
+    let run = analyze_bounded(
+        &[&dir.display("bomb.log.zst"), &dir.display("plain.log")],
+        LIMIT,
+    );
+    assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
+    // What came before the bomb was analysed.
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.report["root_cause"]["category"], "gpu-oom");
+    let errors = run.messages("bomb.log.zst", "errors");
+    assert!(errors.contains("decompression bomb"), "{errors}");
+    let input = run.input("bomb.log.zst");
+    let offset = input["errors"][0]["offset"].as_u64().expect("an offset");
+    assert!(
+        (500 << 20..=(513 << 20)).contains(&offset),
+        "stopped at {offset}"
+    );
+    assert_eq!(run.input("plain.log")["lines"], 1);
+    assert!(run.stderr().contains("bomb.log.zst"), "{}", run.stderr());
+    if let Some(kib) = run.peak_kib {
+        assert!(kib < 256 * 1024, "peak RSS {kib} KiB");
+    }
+}
+
+fn decompressed(rel: &str) -> Vec<u8> {
+    let packed = std::fs::read(crate::util::root().join(rel)).unwrap();
+    zstd::decode_all(&packed[..]).unwrap()
+}
+
+#[test]
+fn truncated_cores_are_read_as_far_as_they_go() {
+    let dir = Scratch::new("hostile-cut-core");
+    let host = decompressed("fixtures/host-cores/core.throw.zst");
+    let gpu = decompressed("fixtures/real-gpu/cores/gpu_light_679.nvcudmp.zst");
+    for (name, bytes) in [("host", &host), ("gpu", &gpu)] {
+        for cut in [16, 64, 100, bytes.len() / 3, bytes.len() - 1] {
+            std::fs::write(dir.path(&format!("{name}-{cut}.core")), &bytes[..cut]).unwrap();
+        }
+    }
+    let run = analyze_bounded(&[&dir.display(""), &fixture(OOM)], LIMIT);
+    run.assert_survived();
+    for input in run.report["inputs"].as_array().unwrap() {
+        let path = input["path"].as_str().unwrap_or_default();
+        if path.ends_with(".core") {
+            let said = !input["errors"].as_array().unwrap().is_empty()
+                || !input["notes"].as_array().unwrap().is_empty()
+                || input["kind"] == "binary"
+                || input["kind"] == "log";
+            assert!(said, "nothing said about {input}");
+        }
+    }
+}
+
+/// A little-endian ELF64 core with one PT_NOTE segment whose note claims
+/// `descsz` bytes, and a segment claiming `filesz` bytes.
+fn core_with_note(descsz: u32, filesz: u64) -> Vec<u8> {
+    let mut elf = Vec::new();
+    elf.extend_from_slice(b"\x7fELF\x02\x01\x01\x00");
+    elf.extend_from_slice(&[0; 8]);
+    elf.extend_from_slice(&4u16.to_le_bytes()); // ET_CORE
+    elf.extend_from_slice(&0x3eu16.to_le_bytes()); // x86-64
+    elf.extend_from_slice(&1u32.to_le_bytes());
+    elf.extend_from_slice(&0u64.to_le_bytes()); // entry
+    elf.extend_from_slice(&64u64.to_le_bytes()); // phoff
+    elf.extend_from_slice(&0u64.to_le_bytes()); // shoff
+    elf.extend_from_slice(&0u32.to_le_bytes()); // flags
+    elf.extend_from_slice(&64u16.to_le_bytes()); // ehsize
+    elf.extend_from_slice(&56u16.to_le_bytes()); // phentsize
+    elf.extend_from_slice(&2u16.to_le_bytes()); // phnum
+    elf.extend_from_slice(&[0; 6]);
+    let note_at = 64 + 2 * 56;
+    // PT_NOTE
+    elf.extend_from_slice(&4u32.to_le_bytes());
+    elf.extend_from_slice(&0u32.to_le_bytes());
+    elf.extend_from_slice(&(note_at as u64).to_le_bytes());
+    elf.extend_from_slice(&[0; 16]);
+    elf.extend_from_slice(&filesz.to_le_bytes());
+    elf.extend_from_slice(&filesz.to_le_bytes());
+    elf.extend_from_slice(&4u64.to_le_bytes());
+    // PT_LOAD claiming a huge segment far past the end.
+    elf.extend_from_slice(&1u32.to_le_bytes());
+    elf.extend_from_slice(&4u32.to_le_bytes());
+    elf.extend_from_slice(&u64::MAX.to_le_bytes());
+    elf.extend_from_slice(&0x4000_0000u64.to_le_bytes());
+    elf.extend_from_slice(&0u64.to_le_bytes());
+    elf.extend_from_slice(&(u64::MAX / 2).to_le_bytes());
+    elf.extend_from_slice(&(u64::MAX / 2).to_le_bytes());
+    elf.extend_from_slice(&4096u64.to_le_bytes());
+    assert_eq!(elf.len(), note_at);
+    // A CORE note claiming `descsz` bytes of NT_PRSTATUS.
+    elf.extend_from_slice(&5u32.to_le_bytes());
+    elf.extend_from_slice(&descsz.to_le_bytes());
+    elf.extend_from_slice(&1u32.to_le_bytes());
+    elf.extend_from_slice(b"CORE\0\0\0\0");
+    elf.extend_from_slice(&[0xab; 64]);
+    elf
+}
+
+#[test]
+fn a_core_with_absurd_sizes_is_rejected_or_read_partially() {
+    let dir = Scratch::new("hostile-huge-note");
+    std::fs::write(dir.path("a.core"), core_with_note(u32::MAX, 1 << 40)).unwrap();
+    std::fs::write(dir.path("b.core"), core_with_note(0xffff_fff0, u64::MAX)).unwrap();
+    std::fs::write(dir.path("c.core"), core_with_note(200, 120)).unwrap();
+    let run = analyze_bounded(
+        &[
+            &dir.display("a.core"),
+            &dir.display("b.core"),
+            &dir.display("c.core"),
+            &fixture(OOM),
+        ],
+        LIMIT,
+    );
+    run.assert_survived();
+    for core in ["a.core", "b.core", "c.core"] {
+        assert_eq!(run.input(core)["kind"], "elf-core");
+    }
+}
+
+fn mkfifo(path: &Path) -> bool {
+    Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_fifo_is_skipped_without_waiting_for_a_writer() {
+    let dir = Scratch::new("hostile-fifo");
+    if !mkfifo(&dir.path("pipe.log")) {
+        eprintln!("mkfifo unavailable; skipped");
+        return;
+    }
+    std::fs::write(dir.path("ok.log"), b"step 1\n").unwrap();
+    // Named on the command line, and found in a directory.
+    for args in [
+        vec![dir.display("pipe.log"), fixture(OOM)],
+        vec![dir.display(""), fixture(OOM)],
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = analyze_bounded(&args, Duration::from_secs(20));
+        run.assert_survived();
+        let notes = run.messages("pipe.log", "notes");
+        assert!(notes.contains("not a regular file"), "{notes}");
+    }
+}
+
+#[test]
+fn symlink_loops_are_not_followed() {
+    let dir = Scratch::new("hostile-symlinks");
+    std::fs::create_dir_all(dir.path("logs/sub")).unwrap();
+    std::fs::write(dir.path("logs/sub/ok.log"), b"step 1\n").unwrap();
+    std::os::unix::fs::symlink("..", dir.path("logs/sub/up")).unwrap();
+    std::os::unix::fs::symlink("b", dir.path("logs/a")).unwrap();
+    std::os::unix::fs::symlink("a", dir.path("logs/b")).unwrap();
+    let run = analyze_bounded(&[&dir.display("logs"), &fixture(OOM)], LIMIT);
+    run.assert_survived();
+    assert_eq!(run.input("ok.log")["lines"], 1);
+    // A loop named on the command line cannot be read: said, and the rest
+    // is analysed.
+    let run = analyze_bounded(&[&dir.display("logs/a"), &fixture(OOM)], LIMIT);
+    run.assert_survived();
+    let errors = run.messages("logs/a", "errors");
+    assert!(errors.contains("cannot read"), "{errors}");
+    assert!(run.stderr().contains("logs/a"), "{}", run.stderr());
+}
+
+#[test]
+fn an_unreadable_file_is_an_input_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Scratch::new("hostile-denied");
+    let path = dir.path("secret.log");
+    std::fs::write(&path, b"step 1\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
+    if std::fs::read(&path).is_ok() {
+        eprintln!("running with permission to read anything (root); skipped");
+        return;
+    }
+    let run = analyze_bounded(&[&dir.display("secret.log"), &fixture(OOM)], LIMIT);
+    run.assert_survived();
+    let errors = run.messages("secret.log", "errors");
+    assert!(errors.to_lowercase().contains("permission"), "{errors}");
+    let alone = analyze_bounded(&[&dir.display("secret.log")], LIMIT);
+    assert_eq!(alone.code(), Some(2), "nothing could be analysed");
+}
+
+#[test]
+fn a_directory_of_100_000_tiny_files_is_read_in_bounded_time() {
+    let dir = Scratch::new("hostile-many");
+    let started = Instant::now();
+    // Hard links to one file: quicker to make than 100 000 files.
+    let one = dir.path("one.log");
+    std::fs::write(&one, b"step 1 loss 0.5\n").unwrap();
+    for d in 0..100 {
+        let sub = dir.path(&format!("d{d:03}"));
+        std::fs::create_dir(&sub).unwrap();
+        for f in 0..if d == 0 { 999 } else { 1000 } {
+            std::fs::hard_link(&one, sub.join(format!("{f:04}.log"))).unwrap();
+        }
+    }
+    eprintln!("100 000 files written in {:?}", started.elapsed());
+    let run = analyze_bounded(&[&dir.display(""), &fixture(OOM)], Duration::from_secs(120));
+    run.assert_survived();
+    assert_eq!(run.report["inputs"].as_array().map(Vec::len), Some(100_001));
+    assert_eq!(
+        run.report["stats"]["lines"].as_u64().map(|n| n > 100_000),
+        Some(true)
+    );
+    eprintln!(
+        "100 000 files analysed in {:?}, peak RSS {:?} KiB",
+        run.elapsed, run.peak_kib
+    );
+}
