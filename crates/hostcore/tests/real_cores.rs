@@ -40,7 +40,7 @@ fn local_case(name: &str) -> coroner_model::HostCore {
 #[test]
 fn segv_matches_gdb_and_never_uses_another_libc() {
     let Some(dir) = real_gpu() else {
-        eprintln!("note: shared real-gpu fixtures not found; skipped");
+        eprintln!("note: real-gpu fixtures not found; skipped");
         return;
     };
     let exe = dir.join("bin/segv");
@@ -92,7 +92,7 @@ fn segv_matches_gdb_and_never_uses_another_libc() {
 #[test]
 fn segv_matches_gdb_run_now() {
     let (Some(dir), Some(gdb)) = (real_gpu(), gdb()) else {
-        eprintln!("note: gdb or the shared fixtures are missing; skipped");
+        eprintln!("note: gdb is missing; skipped");
         return;
     };
     let raw = std::env::temp_dir().join(format!("coroner-hostcore-segv-{}", std::process::id()));
@@ -121,7 +121,7 @@ fn segv_matches_gdb_run_now() {
 #[test]
 fn cuda_abort_lists_every_thread_and_blames_the_driver() {
     let Some(dir) = real_gpu() else {
-        eprintln!("note: shared real-gpu fixtures not found; skipped");
+        eprintln!("note: real-gpu fixtures not found; skipped");
         return;
     };
     let core = read(

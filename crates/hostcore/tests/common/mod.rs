@@ -14,9 +14,16 @@ pub fn host_cores() -> PathBuf {
 }
 
 /// The shared real-GPU fixtures, beside the repository, when present.
+/// The repository's real GPU-machine fixtures (cores and the programs
+/// that dumped them).
 pub fn real_gpu() -> Option<PathBuf> {
-    let dir = repo().join("../shared/fixtures/real-gpu");
-    dir.is_dir().then_some(dir)
+    let dir = repo().join("fixtures/real-gpu");
+    assert!(
+        dir.join("cores/core.illegal.679.zst").is_file(),
+        "missing {}",
+        dir.display()
+    );
+    Some(dir)
 }
 
 pub fn unzstd(path: &Path) -> Vec<u8> {
