@@ -134,3 +134,43 @@ fn duplicate_ids_are_rejected() {
         vec![RuleErrorKind::DuplicateId]
     );
 }
+
+#[test]
+fn an_oversized_regex_is_refused_by_the_size_limit_at_its_key() {
+    // Compiles to far more than the 1 MiB program size allowed.
+    let text = GOOD.replace("(?P<what>\\w+)", "(?P<what>\\w+)(?:\\w{200}){200}");
+    let err = parse_rule("r.toml", "sample-rule", &text)
+        .err()
+        .unwrap_or_default();
+    assert_eq!(
+        err.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        vec![RuleErrorKind::BadRegex]
+    );
+    let message = err.first().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("size limit"), "{message}");
+    let span = err.first().and_then(|e| e.span()).expect("a span");
+    assert!(text[span].contains("(?:\\w{200}){200}"));
+}
+
+#[test]
+fn a_catastrophic_pattern_scans_a_long_line_in_linear_time() {
+    // Nested quantifiers that make a backtracking engine exponential; the
+    // regex crate runs them in time linear in the line.
+    let text = GOOD
+        .replace("(?P<what>\\w+)", "(?P<what>(a|aa|a*)*(a+)+)c")
+        .replace("input = \"boom x\"", "input = \"boom aac\"");
+    let rule = parse_rule("r.toml", "sample-rule", &text).unwrap();
+    let set = RuleSet::new(vec![rule]).unwrap();
+    let started = std::time::Instant::now();
+    let mut log = String::from("boom ");
+    log.push_str(&"a".repeat(512 * 1024));
+    log.push_str("\nboom aaaac\n");
+    let findings = coroner_analyze::examples::findings_in_text(&set, &log);
+    let elapsed = started.elapsed();
+    assert_eq!(findings.len(), 1);
+    assert_eq!(findings[0].first_seen.line, 2);
+    assert!(
+        elapsed < std::time::Duration::from_secs(20),
+        "{elapsed:?} for a 512 KiB line"
+    );
+}

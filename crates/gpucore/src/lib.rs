@@ -28,6 +28,16 @@
 //! device with an exception, its first faulting lane) comes first.
 
 #![forbid(unsafe_code)]
+// Inputs are untrusted: no panicking shortcuts on the bytes they hold.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
 
 mod elf;
 mod exceptions;

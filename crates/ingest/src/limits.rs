@@ -3,14 +3,14 @@
 //! A small compressed file can decompress to an enormous stream (a
 //! "decompression bomb"). Both kinds of compressed input are capped the same
 //! way: at most `ratio` decompressed bytes per compressed byte, but always at
-//! least `floor` bytes and never more than `ceiling`. Text is capped as it
-//! streams, against the compressed bytes read so far; a core dump, which is
-//! decompressed to a temporary file before it is read, against the
-//! compressed file's size.
+//! least `floor` bytes and never more than `ceiling`. Output is capped as it
+//! streams, against the compressed file's size (for standard input, against
+//! the compressed bytes read so far); content detected as a core dump gets
+//! [`CORE_EXPANSION`] instead of [`TEXT_EXPANSION`].
 
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A cap on decompressed size relative to compressed size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,11 +64,14 @@ impl<R: Read> Read for Counted<R> {
 }
 
 /// Decompressed output that fails once it grows past the limit allowed for
-/// the compressed bytes read so far.
+/// the compressed size: the whole file's when known, else the compressed
+/// bytes read so far.
 pub(crate) struct Capped<R> {
     pub(crate) inner: R,
     pub(crate) packed: Arc<AtomicU64>,
-    pub(crate) limit: ExpansionLimit,
+    pub(crate) packed_size: Option<u64>,
+    /// Shared so that the limit can change once the content is known.
+    pub(crate) limit: Arc<Mutex<ExpansionLimit>>,
     pub(crate) out: u64,
     pub(crate) stopped: bool,
 }
@@ -80,9 +83,10 @@ impl<R: Read> Read for Capped<R> {
         }
         let n = self.inner.read(buf)?;
         let out = self.out.saturating_add(n as u64);
-        let packed = self.packed.load(Ordering::Relaxed);
-        let allowed = self.limit.allowed(packed);
-        if out > allowed {
+        let read = self.packed.load(Ordering::Relaxed);
+        let packed = self.packed_size.map_or(read, |size| size.max(read));
+        let limit = *self.limit.lock().unwrap_or_else(|e| e.into_inner());
+        if out > limit.allowed(packed) {
             self.stopped = true;
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -90,8 +94,8 @@ impl<R: Read> Read for Capped<R> {
                     "decompression stopped after {} bytes of output from {packed} compressed \
                      bytes: more than {}:1 and over {} MiB, which looks like a decompression bomb",
                     self.out,
-                    self.limit.ratio,
-                    self.limit.floor >> 20
+                    limit.ratio,
+                    limit.floor >> 20
                 ),
             ));
         }
@@ -123,11 +127,12 @@ mod tests {
         let mut r = Capped {
             inner: io::repeat(b'a'),
             packed,
-            limit: ExpansionLimit {
+            packed_size: None,
+            limit: Arc::new(Mutex::new(ExpansionLimit {
                 ratio: 10,
                 floor: 100,
                 ceiling: 1000,
-            },
+            })),
             out: 0,
             stopped: false,
         };

@@ -1,10 +1,10 @@
 use crate::discover::{Input, InputSource};
-use crate::limits::{Capped, Counted, TEXT_EXPANSION};
+use crate::limits::{Capped, Counted, ExpansionLimit, CORE_EXPANSION, TEXT_EXPANSION};
 use coroner_model::InputKind;
 use std::fs::File;
 use std::io::{self, Cursor, Read};
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Bytes looked at to tell what an input is.
 const SNIFF_LEN: usize = 8 * 1024;
@@ -65,17 +65,27 @@ impl std::fmt::Debug for Opened {
 /// Opens an input, undoes its compression and detects its kind from the
 /// first bytes of content.
 pub fn open(input: &Input) -> io::Result<Opened> {
-    let raw: Box<dyn Read + Send> = match &input.source {
-        InputSource::Stdin => Box::new(io::stdin()),
-        InputSource::File(path) => Box::new(File::open(path)?),
+    let (raw, size): (Box<dyn Read + Send>, _) = match &input.source {
+        InputSource::Stdin => (Box::new(io::stdin()), None),
+        InputSource::File(path) => {
+            let file = File::open(path)?;
+            let size = file.metadata().ok().map(|m| m.len());
+            (Box::new(file), size)
+        }
     };
-    open_reader(raw)
+    open_sized(raw, size)
 }
 
-/// [`open`] for bytes from any reader. Decompressed output is capped at
-/// [`TEXT_EXPANSION`] relative to the compressed bytes read so far: past
-/// it, reading fails with an error that says how far it got.
+/// [`open`] for bytes from any reader. Decompressed output is capped
+/// relative to the compressed bytes read so far, at [`TEXT_EXPANSION`]
+/// ([`CORE_EXPANSION`] for a core dump): past it, reading fails with an
+/// error that says how far it got.
 pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
+    open_sized(raw, None)
+}
+
+/// [`open_reader`] for `size` compressed bytes in all, when known.
+fn open_sized(raw: Box<dyn Read + Send>, size: Option<u64>) -> io::Result<Opened> {
     let (head, raw) = peek(raw, 6)?;
     let compression = Compression::sniff(&head);
     let packed = Arc::new(AtomicU64::new(0));
@@ -89,22 +99,32 @@ pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
         Some(Compression::Zstd) => Box::new(zstd::stream::read::Decoder::new(counted)?),
         Some(Compression::Xz) => Box::new(xz2::read::XzDecoder::new_multi_decoder(counted)),
     };
+    let limit = Arc::new(Mutex::new(TEXT_EXPANSION));
     let decoded: Box<dyn Read + Send> = match compression {
         None => decoded,
         Some(_) => Box::new(Capped {
             inner: decoded,
             packed,
-            limit: TEXT_EXPANSION,
+            packed_size: size,
+            limit: Arc::clone(&limit),
             out: 0,
             stopped: false,
         }),
     };
     let (head, reader) = peek(decoded, SNIFF_LEN)?;
+    let kind = detect_kind(&head);
+    if matches!(kind, InputKind::ElfCore | InputKind::CudaGpuCore) {
+        set_limit(&limit, CORE_EXPANSION);
+    }
     Ok(Opened {
         reader,
         compression,
-        kind: detect_kind(&head),
+        kind,
     })
+}
+
+fn set_limit(shared: &Mutex<ExpansionLimit>, to: ExpansionLimit) {
+    *shared.lock().unwrap_or_else(|e| e.into_inner()) = to;
 }
 
 /// Reads up to `n` bytes (less when a read brings a whole line) and
