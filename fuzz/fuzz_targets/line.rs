@@ -1,0 +1,37 @@
+//! Arbitrary bytes as a log: each line cleaned of CR and colour codes and
+//! stripped of launcher prefixes, then the whole input through the
+//! built-in rules as the pipeline scans a file.
+#![no_main]
+
+use coroner_rules::{RuleSet, RuleSources};
+use libfuzzer_sys::fuzz_target;
+use std::sync::OnceLock;
+
+fn rules() -> &'static RuleSet {
+    static RULES: OnceLock<RuleSet> = OnceLock::new();
+    RULES.get_or_init(|| {
+        let sources = RuleSources {
+            builtin: true,
+            ..RuleSources::default()
+        };
+        match RuleSet::load(&sources) {
+            Ok(set) => set,
+            Err(errors) => panic!("built-in rules do not load: {errors:?}"),
+        }
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut cleaned = Vec::new();
+    for raw in data.split(|&b| b == b'\n') {
+        let clean = coroner_ingest::clean_line(raw, &mut cleaned);
+        assert!(clean.len() <= raw.len());
+        let text = String::from_utf8_lossy(clean);
+        let prefixed = coroner_logs::strip_rank_prefix(&text);
+        assert!(prefixed.rest.len() <= text.len());
+    }
+    for finding in coroner_analyze::examples::findings_in_bytes(rules(), data) {
+        assert!(finding.count >= 1);
+        assert!(finding.first_seen.line >= 1);
+    }
+});

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Builds the seed corpora under fuzz/corpus/<target>/ from the repository's
+# fixtures and rules. Cores are decompressed and cut to their first
+# 256 KiB, except a few small ones kept whole. Needs zstd, gzip and xz.
+set -eu  # no pipefail: `head` closes the pipes it cuts short
+cd "$(dirname "$0")"
+root=..
+corpus=corpus
+head_len=$((256 * 1024))
+rm -rf "$corpus"
+mkdir -p "$corpus"/{line,rule_file,host_core,gpu_core,open}
+
+# Text: every log and text fixture, at most 64 KiB of each.
+find "$root/fixtures" -type f \( -name '*.log' -o -name '*.txt' \) -print0 | sort -z |
+  while IFS= read -r -d '' f; do
+    name=$(echo "${f#"$root/fixtures/"}" | tr '/' '_')
+    head -c 65536 "$f" >"$corpus/line/$name"
+  done
+
+# Rule files: every built-in rule.
+find "$root/rules" -type f -name '*.toml' -print0 | sort -z |
+  while IFS= read -r -d '' f; do
+    cp "$f" "$corpus/rule_file/$(basename "$f")"
+  done
+
+# Cores: the heads of every core; whole ones up to 512 KiB.
+core() {
+  local f=$1 target=$2 name
+  name=$(basename "$f" .zst)
+  zstd -dc "$f" | head -c "$head_len" >"$corpus/$target/$name.head"
+  local size
+  size=$(zstd -dc "$f" | wc -c)
+  if [ "$size" -le $((512 * 1024)) ]; then
+    zstd -dc "$f" >"$corpus/$target/$name"
+  fi
+}
+for f in "$root"/fixtures/host-cores/core.*.zst "$root"/fixtures/real-gpu/cores/core.*.zst; do
+  core "$f" host_core
+done
+for f in "$root"/fixtures/gpu-cores/*.nvcudmp.zst "$root"/fixtures/real-gpu/cores/*.nvcudmp.zst; do
+  core "$f" gpu_core
+done
+
+# Whole inputs: a few logs plain and compressed three ways, and core heads.
+n=0
+for f in "$corpus"/line/*; do
+  n=$((n + 1))
+  [ $((n % 6)) -eq 0 ] || continue
+  base=$(basename "$f")
+  head -c 16384 "$f" >"$corpus/open/$base"
+  gzip -c "$corpus/open/$base" >"$corpus/open/$base.gz"
+  zstd -q -c "$corpus/open/$base" >"$corpus/open/$base.zst"
+  xz -c "$corpus/open/$base" >"$corpus/open/$base.xz"
+done
+for f in "$corpus"/host_core/*.head "$corpus"/gpu_core/*.head; do
+  head -c 16384 "$f" >"$corpus/open/$(basename "$f")"
+done
+
+du -sh "$corpus"/*
