@@ -1,5 +1,6 @@
 //! The `coroner` command: parses arguments, runs a command, maps the
 //! outcome to an exit code. All the work happens in the library crates.
+#![forbid(unsafe_code)]
 
 mod args;
 mod commands;
