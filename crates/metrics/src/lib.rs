@@ -1,0 +1,268 @@
+//! Training-metric lines to series to trends.
+//!
+//! A [`MetricCollector`] is offered every line of one input. Lines that
+//! print training metrics (loss, gradient norm, learning rate, loss scale,
+//! allocator memory, throughput) become samples of per-rank series, each
+//! bounded to about 4096 samples however long the run. At the end,
+//! [`MetricCollector::trends`] reads the series and returns [`Trend`]s: one
+//! sentence each, in a fixed form that rules match.
+//!
+//! # Line shapes
+//!
+//! Any line where keys and values alternate: `step 12 | loss 0.42 | lr
+//! 1.0e-03 | mem_allocated 1234.5MiB | 152.3 samples/s`, `iter 2:
+//! loss=0.33 allocated=161.0MiB`, `step 1 loss 1.1 scale 32768 grad_norm
+//! nan`, Hugging Face Trainer dictionaries (`{'loss': '1.07', 'grad_norm':
+//! 'nan', ...}`, numbers or strings), Megatron-LM iteration lines (`lm loss:
+//! 6.5E+00 | loss scale: 65536.0 | grad norm: 1.2`), DeepSpeed step lines,
+//! Lightning progress-bar postfixes (`train_loss=0.123`). Keys are
+//! normalised (`lm loss`, `train_loss` → loss; `grad norm` → grad_norm;
+//! `scale`, `loss scale` → loss scale; `mem_allocated`, `allocated`,
+//! `mem_alloc`, `mem` → memory allocated, which needs a size unit B, KiB,
+//! MiB, GiB, KB, MB, GB, TB). The step comes from `step`, `steps`, `iter`,
+//! `iteration` or `global_step`, else the line's ordinal among the rank's
+//! metric lines. A line needs two recognised pairs, or one metric written
+//! `key=value` or as a quoted dictionary key; a tqdm bar's own `it/s` and a
+//! Hugging Face end-of-run summary (`train_runtime`) are not read. When a
+//! line still carries carriage returns, its last segment holding metrics is
+//! read; a leading `[rankN] ` names the rank when the caller did not.
+//!
+//! # Sentences
+//!
+//! Stable forms; `{size}` is `N.N KiB|MiB|GiB`, `{value}` is `nan`, `inf`,
+//! `-inf`, an integer (`32768`), a decimal (`245.75`) or scientific
+//! (`1.4013e-45`), `{kind}` is `nan`, `inf`, `-inf` or `non-finite`, `{rate}`
+//! has one decimal and `{unit}` is `samples/s`, `tokens/s` or `it/s`.
+//!
+//! - Growing memory, `line` at the last sample:
+//!   `trend: memory allocated grows {size} per step over {steps} steps (R² {r2:.3}), from {size} at step {s} to {size} at step {s}`,
+//!   followed by `, about {n} steps from the {x.x} GiB limit` when a metric
+//!   line states the device's total (`total`, `capacity`, `mem_total`).
+//!   `memory reserved` instead when no allocated memory is printed. Needs a
+//!   line fit with slope > 0 and R² ≥ 0.9 over ≥ 20 samples and ≥ 20 steps,
+//!   and growth of at least max(64 MiB, 20 % of the first value).
+//! - A value turning non-finite (loss, grad_norm), `line` at the first bad
+//!   sample: `trend: loss is {kind} from step {s} (last finite {value} at
+//!   step {s}, first non-finite {value} at step {s})` when it ends
+//!   non-finite after finite values, or `trend: grad_norm is {kind} at every
+//!   step from step {s} to step {s}` when it was never finite. grad_norm
+//!   needs at least three non-finite samples at the end (mixed precision
+//!   makes single overflow steps normal).
+//! - Loss scale collapsing, `line` where the minimum is first reached:
+//!   `trend: loss scale falls from {value} at step {s} to {value} at step
+//!   {s}, halving on {h} of {p} steps` (counted from the last sample at the
+//!   peak to the end). Needs a final value ≤ 1 and halvings on most steps of
+//!   the fall up to the minimum.
+//! - Throughput collapsing, `line` at the first collapsed sample:
+//!   `trend: throughput falls from {rate} {unit} (median before step {s}) to
+//!   {rate} {unit} from step {s}, {pct:.1}%`. Needs the median of the last
+//!   quarter of the run below 20 % of the median of the first half.
+//!
+//! Trends are ordered by line, then rank.
+#![forbid(unsafe_code)]
+// Inputs are untrusted: no panicking shortcuts on the bytes they hold.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+mod format;
+mod metric;
+mod parse;
+mod series;
+mod trends;
+
+use memchr::memmem;
+
+use metric::{Metric, METRICS};
+use series::Sample;
+use trends::Track;
+
+/// The most ranks one input's series are kept for; lines of further ranks
+/// are ignored.
+const MAX_RANKS: usize = 1024;
+
+/// Substrings one of which every metric line contains (a key word or a
+/// rate unit). Lines with none of them return at once.
+const KEY_WORDS: [&str; 12] = [
+    "loss", "Loss", "lr", "learning", "grad", "scale", "alloc", "reserved", "mem", "/s", "samples",
+    "tokens",
+];
+
+/// Collects metric samples from the lines of one input.
+#[derive(Debug, Default)]
+pub struct MetricCollector {
+    ranks: Vec<RankSeries>,
+    key_words: KeyWords,
+}
+
+/// A trend read from a metric's series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trend {
+    pub rank: Option<u32>,
+    /// The line where the trend is decided (e.g. the last sample of a
+    /// growing series, the first bad step).
+    pub line: u64,
+    /// One sentence, in a fixed form that rules match (see the crate docs).
+    pub text: String,
+}
+
+#[derive(Debug)]
+struct KeyWords(Vec<memmem::Finder<'static>>);
+
+impl Default for KeyWords {
+    fn default() -> Self {
+        KeyWords(KEY_WORDS.iter().map(memmem::Finder::new).collect())
+    }
+}
+
+impl KeyWords {
+    fn any_in(&self, line: &[u8]) -> bool {
+        self.0.iter().any(|f| f.find(line).is_some())
+    }
+}
+
+#[derive(Debug)]
+struct RankSeries {
+    rank: Option<u32>,
+    /// Metric lines seen: the x axis of lines that name no step.
+    lines: u64,
+    tracks: [Option<Track>; METRICS],
+}
+
+impl MetricCollector {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Offers one line (already cleaned: no CR, no ANSI codes, launcher
+    /// prefix like `[rank3]:` removed), its 1-based line number, and the
+    /// rank it belongs to if known.
+    pub fn line(&mut self, line: &[u8], number: u64, rank: Option<u32>) {
+        if !self.key_words.any_in(line) {
+            return;
+        }
+        let (line, rank) = match rank {
+            Some(rank) => (line, Some(rank)),
+            None => rank_prefix(line),
+        };
+        let Some(reading) = read_segments(line) else {
+            return;
+        };
+        let Some(state) = self.rank(rank) else {
+            return;
+        };
+        state.lines += 1;
+        let step = reading.step.unwrap_or(state.lines);
+        for (metric, value) in reading.iter() {
+            if let Some(track) = state.tracks.get_mut(metric.index()) {
+                track.get_or_insert_with(Track::default).push(Sample {
+                    step,
+                    value,
+                    line: number,
+                });
+            }
+        }
+    }
+
+    /// The trends found so far (call at the end).
+    pub fn trends(&self) -> Vec<Trend> {
+        let mut out = Vec::new();
+        for state in &self.ranks {
+            let mut push = |found: Option<trends::Found>| {
+                if let Some(found) = found {
+                    out.push(Trend {
+                        rank: state.rank,
+                        line: found.line,
+                        text: found.text,
+                    });
+                }
+            };
+            let track = |m: Metric| state.tracks.get(m.index()).and_then(Option::as_ref);
+            for metric in [Metric::Loss, Metric::GradNorm] {
+                push(track(metric).and_then(|t| t.finite.trend(metric)));
+            }
+            push(track(Metric::LossScale).and_then(|t| t.fall.trend(Metric::LossScale)));
+            let memory = [Metric::MemAllocated, Metric::MemReserved]
+                .into_iter()
+                .find_map(|m| track(m).map(|t| (m, t)));
+            if let Some((metric, t)) = memory {
+                let limit = track(Metric::MemTotal)
+                    .and_then(|t| t.series.last())
+                    .map(|s| s.value);
+                push(trends::growth(metric, &t.series, limit));
+            }
+            for metric in Metric::ALL.into_iter().filter(|m| m.is_throughput()) {
+                push(track(metric).and_then(|t| trends::throughput(metric, &t.series)));
+            }
+        }
+        out.sort_by(|a, b| (a.line, a.rank, &a.text).cmp(&(b.line, b.rank, &b.text)));
+        out
+    }
+
+    fn rank(&mut self, rank: Option<u32>) -> Option<&mut RankSeries> {
+        let at = match self.ranks.iter().position(|r| r.rank == rank) {
+            Some(at) => at,
+            None if self.ranks.len() < MAX_RANKS => {
+                self.ranks.push(RankSeries {
+                    rank,
+                    lines: 0,
+                    tracks: Default::default(),
+                });
+                self.ranks.len() - 1
+            }
+            None => return None,
+        };
+        self.ranks.get_mut(at)
+    }
+}
+
+/// Reads the last carriage-return segment that holds metrics.
+fn read_segments(line: &[u8]) -> Option<parse::Reading> {
+    if memchr::memchr(b'\r', line).is_none() {
+        return parse::parse(line);
+    }
+    line.rsplit(|&b| b == b'\r').find_map(parse::parse)
+}
+
+/// A leading `[rankN] ` (a program's own tag, which launchers' prefix
+/// strippers leave because it has no colon) names the rank.
+fn rank_prefix(line: &[u8]) -> (&[u8], Option<u32>) {
+    let Some(rest) = line.strip_prefix(b"[rank") else {
+        return (line, None);
+    };
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    let (number, after) = rest.split_at(digits);
+    let rank = std::str::from_utf8(number)
+        .ok()
+        .filter(|n| (1..=7).contains(&n.len()))
+        .and_then(|n| n.parse().ok());
+    match (rank, after.strip_prefix(b"] ")) {
+        (Some(rank), Some(after)) => (after, Some(rank)),
+        _ => (line, None),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_rank_tag_names_the_rank() {
+        assert_eq!(rank_prefix(b"[rank12] step 1").1, Some(12));
+        assert_eq!(rank_prefix(b"[rank] step 1").1, None);
+        assert_eq!(rank_prefix(b"[rank1]: step 1").1, None);
+    }
+
+    #[test]
+    fn carriage_return_segments() {
+        let r = read_segments(b"step 1 loss 2.0\rstep 2 loss 3.0\r   ").unwrap();
+        assert_eq!(r.step, Some(2));
+    }
+}

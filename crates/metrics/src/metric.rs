@@ -1,0 +1,74 @@
+//! The metrics a line can carry, and the names sentences give them.
+
+/// How many [`Metric`]s there are (the length of per-metric arrays).
+pub(crate) const METRICS: usize = 10;
+
+/// One training metric, after key names are normalised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Metric {
+    Loss,
+    GradNorm,
+    LearningRate,
+    LossScale,
+    /// Bytes allocated by the framework's allocator.
+    MemAllocated,
+    /// Bytes reserved (cached) by the framework's allocator.
+    MemReserved,
+    /// Bytes the device offers in all (a limit), when a line states it.
+    MemTotal,
+    SamplesPerSecond,
+    TokensPerSecond,
+    IterationsPerSecond,
+}
+
+impl Metric {
+    pub(crate) const ALL: [Metric; METRICS] = [
+        Metric::Loss,
+        Metric::GradNorm,
+        Metric::LearningRate,
+        Metric::LossScale,
+        Metric::MemAllocated,
+        Metric::MemReserved,
+        Metric::MemTotal,
+        Metric::SamplesPerSecond,
+        Metric::TokensPerSecond,
+        Metric::IterationsPerSecond,
+    ];
+
+    /// Position in per-metric arrays.
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The name a trend sentence uses.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Metric::Loss => "loss",
+            Metric::GradNorm => "grad_norm",
+            Metric::LearningRate => "lr",
+            Metric::LossScale => "loss scale",
+            Metric::MemAllocated => "memory allocated",
+            Metric::MemReserved => "memory reserved",
+            Metric::MemTotal => "memory total",
+            Metric::SamplesPerSecond => "samples/s",
+            Metric::TokensPerSecond => "tokens/s",
+            Metric::IterationsPerSecond => "it/s",
+        }
+    }
+
+    /// Whether the value is an amount of memory (bytes, needing a size unit).
+    pub(crate) fn is_memory(self) -> bool {
+        matches!(
+            self,
+            Metric::MemAllocated | Metric::MemReserved | Metric::MemTotal
+        )
+    }
+
+    /// Whether the value is a rate of progress.
+    pub(crate) fn is_throughput(self) -> bool {
+        matches!(
+            self,
+            Metric::SamplesPerSecond | Metric::TokensPerSecond | Metric::IterationsPerSecond
+        )
+    }
+}
