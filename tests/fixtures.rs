@@ -176,6 +176,8 @@ const MULTI_GPU: &[(&str, &str, Option<u64>)] = &[
     ("mismatch", "collective-mismatch", Some(0)),
     ("oom_backward", "gpu-oom", Some(1)),
     ("stall", "collective-timeout", Some(1)),
+    ("oom_then_timeout", "gpu-oom", Some(1)),
+    ("xid_rank", "illegal-memory-access", Some(1)),
 ];
 
 fn multi_gpu(case: &str) -> String {
@@ -221,4 +223,41 @@ fn a_healthy_two_gpu_run_has_no_root_cause() {
         ranks.contains(&0) && ranks.contains(&1),
         "per-rank files: {ranks:?}"
     );
+}
+
+/// A rank that dies takes the others down: rank 1 ran out of memory and
+/// stopped joining collectives; rank 0's watchdog timeout 20 s later is its
+/// consequence, not a second cause (torchrun's own summary blames rank 0).
+#[test]
+fn a_peer_timeout_is_explained_by_the_rank_that_failed() {
+    let (report, _) = analyze_json(&[&multi_gpu("oom_then_timeout")]);
+    let root = &report["root_cause"];
+    assert_eq!(root["rule"], "torch-cuda-out-of-memory");
+    let timeout = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["category"] == "collective-timeout")
+        .expect("rank 0's watchdog timeout");
+    assert_eq!(timeout["rank"], 0);
+    assert_eq!(timeout["role"], "symptom");
+    assert_eq!(timeout["explained_by"], "torch-cuda-out-of-memory");
+    assert!(root["explains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r == "nccl-watchdog-timeout"));
+}
+
+#[test]
+fn a_peer_connection_error_is_a_consequence_of_the_rank_that_raised() {
+    let (report, _) = analyze_json(&[&fixture("logs/torchrun_raise.log")]);
+    assert_eq!(report["root_cause"]["rank"], 1);
+    let peer = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rank"] == 0 && f["category"] == "nccl-network")
+        .expect("rank 0's connection error");
+    assert_eq!(peer["explained_by"], "python-exception");
 }

@@ -5,11 +5,57 @@
 //! explains the host process's abort and the log's `illegal memory access`
 //! lines. When such a finding is in the incident, the findings it explains
 //! become its symptoms, so the root cause is the first failure rather than
-//! the loudest echo. The knowledge is data in the rule files; this module
-//! only applies it.
+//! the loudest echo. The knowledge is data, in the rule files (`explains`)
+//! and in `knowledge/cascades.toml` (which failures on one rank take the
+//! other ranks down); this module only applies it.
 
-use coroner_model::{Finding, Role, Severity};
+use coroner_model::{Category, Finding, Role, Severity};
 use coroner_rules::RuleSet;
+use serde::Deserialize;
+use std::sync::OnceLock;
+
+/// `knowledge/cascades.toml`.
+const CASCADES: &str = include_str!("../../../knowledge/cascades.toml");
+
+/// One `[[cascade]]`: a finding of one of `causes` on one rank explains
+/// findings of `explains` on other ranks.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Cascade {
+    /// Why the cascade happens; documentation in the file.
+    #[serde(rename = "why")]
+    _why: String,
+    causes: Vec<Category>,
+    explains: Vec<Category>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CascadeFile {
+    cascade: Vec<Cascade>,
+}
+
+/// The cascades across ranks; a broken file (caught by the tests) means
+/// none.
+fn cascades() -> &'static [Cascade] {
+    static PARSED: OnceLock<Vec<Cascade>> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        toml::from_str::<CascadeFile>(CASCADES)
+            .map(|f| f.cascade)
+            .unwrap_or_default()
+    })
+}
+
+/// Whether `cause` explains `effect` by the cascades across ranks: both
+/// ranks known and different.
+fn across_ranks(cause: &Finding, effect: &Finding) -> bool {
+    match (cause.rank, effect.rank) {
+        (Some(a), Some(b)) if a != b => cascades()
+            .iter()
+            .any(|c| c.causes.contains(&cause.category) && c.explains.contains(&effect.category)),
+        _ => false,
+    }
+}
 
 /// Marks every finding that a more fundamental finding explains: its role
 /// becomes [`Role::Symptom`] and `explained_by` names the explaining rule.
@@ -24,22 +70,17 @@ pub(crate) fn apply(findings: &mut [Finding], rules: &RuleSet) {
         if findings[at].explained_by.is_some() {
             continue;
         }
-        let Some(rule) = rules.get(&findings[at].rule) else {
-            continue;
-        };
-        if rule.explains.is_empty() {
-            continue;
-        }
-        let explainer = findings[at].rule.clone();
+        let explainer = findings[at].clone();
+        let own: &[Category] = rules.get(&explainer.rule).map_or(&[], |r| &r.explains);
         for (i, other) in findings.iter_mut().enumerate() {
             if i != at
-                && other.rule != explainer
+                && other.rule != explainer.rule
                 && other.explained_by.is_none()
                 && other.role != Role::Context
-                && rule.explains.contains(&other.category)
+                && (own.contains(&other.category) || across_ranks(&explainer, other))
             {
                 other.role = Role::Symptom;
-                other.explained_by = Some(explainer.clone());
+                other.explained_by = Some(explainer.rule.clone());
             }
         }
     }
@@ -68,5 +109,20 @@ pub(crate) fn drop_superseded(findings: &mut Vec<Finding>, rules: &RuleSet) {
         .collect();
     for i in superseded.into_iter().rev() {
         findings.remove(i);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cascade_file_parses_and_names_categories() {
+        let parsed: CascadeFile = toml::from_str(CASCADES).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!parsed.cascade.is_empty());
+        assert!(parsed
+            .cascade
+            .iter()
+            .all(|c| !c.causes.is_empty() && !c.explains.is_empty()));
     }
 }
