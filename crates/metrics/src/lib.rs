@@ -86,6 +86,9 @@ use trends::Track;
 /// The most ranks one input's series are kept for; lines of further ranks
 /// are ignored.
 const MAX_RANKS: usize = 1024;
+/// Ranks whose series get the full capacity; later ranks get less, so an
+/// input of a thousand ranks holds tens of MB, not GB.
+const FULL_RANKS: usize = 8;
 
 /// Substrings one of which every metric line contains (a key word or a
 /// rate unit). Lines with none of them return at once.
@@ -154,18 +157,25 @@ impl MetricCollector {
         let Some(reading) = read_segments(line) else {
             return;
         };
-        let Some(state) = self.rank(rank) else {
+        let Some((position, state)) = self.rank(rank) else {
             return;
+        };
+        let capacity = if position < FULL_RANKS {
+            series::CAPACITY
+        } else {
+            series::CAPACITY * FULL_RANKS / (position + 1)
         };
         state.lines += 1;
         let step = reading.step.unwrap_or(state.lines);
         for (metric, value) in reading.iter() {
             if let Some(track) = state.tracks.get_mut(metric.index()) {
-                track.get_or_insert_with(Track::default).push(Sample {
-                    step,
-                    value,
-                    line: number,
-                });
+                track
+                    .get_or_insert_with(|| Track::with_capacity(capacity))
+                    .push(Sample {
+                        step,
+                        value,
+                        line: number,
+                    });
             }
         }
     }
@@ -205,7 +215,8 @@ impl MetricCollector {
         out
     }
 
-    fn rank(&mut self, rank: Option<u32>) -> Option<&mut RankSeries> {
+    /// The series of `rank` and its position among the ranks seen.
+    fn rank(&mut self, rank: Option<u32>) -> Option<(usize, &mut RankSeries)> {
         let at = match self.ranks.iter().position(|r| r.rank == rank) {
             Some(at) => at,
             None if self.ranks.len() < MAX_RANKS => {
@@ -218,7 +229,7 @@ impl MetricCollector {
             }
             None => return None,
         };
-        self.ranks.get_mut(at)
+        self.ranks.get_mut(at).map(|state| (at, state))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Bounded sample storage with decimation.
 //!
-//! A [`Series`] keeps at most [`CAPACITY`] samples however long the run.
+//! A [`Series`] keeps at most [`CAPACITY`] samples however long the run
+//! (fewer when an input holds many ranks, so that memory stays bounded).
 //! It keeps every sample whose ordinal is a multiple of its stride; when it
 //! is full it drops every other one and doubles the stride. The first and
 //! the last sample are always exact, and so are the first non-finite sample
@@ -9,6 +10,8 @@
 
 /// The most samples a series holds (plus the last one, held aside).
 pub(crate) const CAPACITY: usize = 4096;
+/// The least a series may be given (see [`Series::with_capacity`]).
+pub(crate) const MIN_CAPACITY: usize = 256;
 
 /// One value of one metric.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,6 +38,7 @@ pub(crate) struct Series {
     seen: u64,
     stride: u64,
     seen_non_finite: bool,
+    capacity: usize,
 }
 
 impl Default for Series {
@@ -45,11 +49,21 @@ impl Default for Series {
             seen: 0,
             stride: 1,
             seen_non_finite: false,
+            capacity: CAPACITY,
         }
     }
 }
 
 impl Series {
+    /// A series that holds at most `capacity` samples (at least
+    /// [`MIN_CAPACITY`], at most [`CAPACITY`]).
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Series {
+            capacity: capacity.clamp(MIN_CAPACITY, CAPACITY),
+            ..Series::default()
+        }
+    }
+
     /// Adds the next sample.
     pub(crate) fn push(&mut self, sample: Sample) {
         let ordinal = self.seen;
@@ -67,14 +81,14 @@ impl Series {
             ordinal,
             pinned: first_bad,
         });
-        if self.kept.len() >= CAPACITY {
+        if self.kept.len() >= self.capacity {
             self.decimate();
         }
     }
 
     fn decimate(&mut self) {
         // Repeat in case pinned samples keep it full (they are at most two).
-        while self.kept.len() >= CAPACITY && self.stride < u64::MAX / 2 {
+        while self.kept.len() >= self.capacity && self.stride < u64::MAX / 2 {
             self.stride *= 2;
             let stride = self.stride;
             self.kept

@@ -24,6 +24,13 @@ pub(crate) struct Track {
 }
 
 impl Track {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Track {
+            series: Series::with_capacity(capacity),
+            ..Track::default()
+        }
+    }
+
     pub(crate) fn push(&mut self, sample: Sample) {
         self.series.push(sample);
         self.finite.push(sample);
