@@ -261,3 +261,89 @@ fn a_peer_connection_error_is_a_consequence_of_the_rank_that_raised() {
         .expect("rank 0's connection error");
     assert_eq!(peer["explained_by"], "python-exception");
 }
+
+/// Single-process runs whose metric lines tell what went wrong: (directory
+/// under fixtures/metrics, root-cause category, rule).
+const METRIC_TRENDS: &[(&str, &str, &str)] = &[
+    ("leak_visible", "gpu-memory-leak", "trend-gpu-memory-leak"),
+    ("loss_scale_collapse", "nan-inf-loss", "trend-non-finite"),
+    ("loss_scale_collapse_hf", "nan-inf-loss", "trend-non-finite"),
+];
+
+#[test]
+fn metric_trends_name_the_cause() {
+    for &(case, category, rule) in METRIC_TRENDS {
+        let (report, code) = analyze_json(&[&format!("fixtures/metrics/{case}/train.log")]);
+        let root = &report["root_cause"];
+        assert_eq!(root["category"], category, "{case}");
+        assert_eq!(root["rule"], rule, "{case}");
+        assert_eq!(code, 1, "{case}");
+    }
+}
+
+/// The leak is found from the memory printed every step, and the OOM that
+/// ends the run is its consequence.
+#[test]
+fn a_visible_leak_explains_the_oom_that_ends_the_run() {
+    let (report, _) = analyze_json(&["fixtures/metrics/leak_visible/train.log"]);
+    let root = &report["root_cause"];
+    let summary = root["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("16.0 MiB per step over 417 steps"),
+        "{summary}"
+    );
+    let oom = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["category"] == "gpu-oom")
+        .expect("the OOM at the end");
+    assert_eq!(oom["role"], "symptom");
+    assert_eq!(oom["explained_by"], "trend-gpu-memory-leak");
+    // The evidence is the log line of the last sample before the OOM.
+    assert_eq!(report["findings"][0]["first_seen"]["line"], 418);
+}
+
+#[test]
+fn a_collapsing_loss_scale_is_found() {
+    let (report, _) = analyze_json(&["fixtures/metrics/loss_scale_collapse/train.log"]);
+    let rules: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["rule"].as_str())
+        .collect();
+    assert!(rules.contains(&"trend-loss-scale-collapse"), "{rules:?}");
+}
+
+/// Healthy runs and a leak too small to show in the printed numbers: no
+/// trend is claimed.
+#[test]
+fn steady_metrics_claim_no_trend() {
+    for case in [
+        "fixtures/metrics/healthy_metrics/train.log",
+        "fixtures/metrics/healthy_hf/train.log",
+        "fixtures/metrics/loss_scale_stable/train.log",
+        "fixtures/real-gpu/logs/leak.log",
+    ] {
+        let (report, code) = analyze_json(&[case]);
+        assert_eq!(report["root_cause"]["category"], "unknown", "{case}");
+        assert_eq!(code, 0, "{case}");
+    }
+}
+
+/// Both ranks slow down at step 31: a warning on each rank, never a root
+/// cause.
+#[test]
+fn a_throughput_collapse_is_a_warning_per_rank() {
+    let (report, _) = analyze_json(&[&multi_gpu("throughput_collapse")]);
+    assert_eq!(report["root_cause"]["category"], "unknown");
+    let ranks: std::collections::BTreeSet<u64> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "trend-throughput-collapse")
+        .filter_map(|f| f["rank"].as_u64())
+        .collect();
+    assert_eq!(ranks, [0, 1].into());
+}

@@ -61,6 +61,18 @@ impl FindingTable {
         }
     }
 
+    /// Replaces every line number `n` with `to(n)`, keeping the order of
+    /// first appearance by the new numbers.
+    pub(crate) fn remap_lines(&mut self, to: impl Fn(u64) -> u64) {
+        for e in &mut self.entries {
+            e.first.line = to(e.first.line);
+            e.order.1 = to(e.order.1);
+            for ev in &mut e.evidence {
+                ev.line = to(ev.line);
+            }
+        }
+    }
+
     /// Adds the findings of a later input, or of a later part of the same
     /// input: matches of the same rule on the same rank collapse into one
     /// finding.

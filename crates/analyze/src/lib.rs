@@ -17,6 +17,7 @@ mod findings;
 pub mod root_cause;
 mod scan;
 mod split;
+mod trends;
 
 use coroner_ingest::{discover, open, Follow, Input, InputSource, Opened};
 use coroner_model::{
@@ -226,7 +227,7 @@ fn analyze_input(
                     after: None::<&[u8]>,
                     live,
                 };
-                scan::scan_part(
+                let metrics = scan::scan_part(
                     input,
                     kind,
                     part,
@@ -235,6 +236,7 @@ fn analyze_input(
                     &mut summary,
                     options.on_finding,
                 );
+                trends::scan_trends(input, &metrics, rules, table);
             }
         },
         InputKind::ElfCore | InputKind::CudaGpuCore => {

@@ -14,6 +14,7 @@
 use crate::findings::{cap_chars, EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use coroner_ingest::{clean_line, Block, BlockReader, MAX_LINE};
 use coroner_logs::strip_rank_prefix;
+use coroner_metrics::MetricCollector;
 use coroner_model::{Context, Finding, InputError, InputKind, InputSummary};
 use coroner_rules::{Line, Match, RuleSet, Scanner};
 use std::collections::VecDeque;
@@ -23,6 +24,13 @@ use std::io::Read;
 const CONTEXT_LINES: usize = 2;
 /// Recent lines remembered for context (covers rule windows).
 const RECENT_LINES: usize = 32;
+/// Every line of the first bytes of an input is offered to the metric
+/// collector...
+const METRIC_FULL_BYTES: u64 = 4 << 20;
+/// ... and after them the first lines of each block: a sample spread evenly
+/// over the input, enough for trends, at a small fraction of the cost of
+/// parsing every metric line of a multi-GB log.
+const METRIC_SAMPLED_LINES: usize = 32;
 
 /// The last lines handled, for the context of evidence found later.
 #[derive(Debug, Default)]
@@ -77,6 +85,8 @@ struct TextScan<'a> {
     matches: Vec<Match>,
     line: u64,
     truncated: u64,
+    metrics: MetricCollector,
+    metric_bytes: u64,
 }
 
 /// Scans one text input into `table`, filling `summary`'s byte and line
@@ -119,7 +129,7 @@ pub(crate) type OnFinding<'a> = Option<&'a (dyn Fn(&Finding) + Sync)>;
 const AFTER_PART_LINES: usize = 256;
 
 /// Scans one part of a text input; line numbers count from the part's
-/// start.
+/// start. Returns the training metrics sampled from its lines.
 pub(crate) fn scan_part(
     input: &coroner_ingest::Input,
     kind: InputKind,
@@ -128,7 +138,7 @@ pub(crate) fn scan_part(
     table: &mut FindingTable,
     summary: &mut InputSummary,
     on_finding: OnFinding<'_>,
-) {
+) -> MetricCollector {
     let mut blocks = if part.live {
         BlockReader::live(part.reader)
     } else {
@@ -148,6 +158,8 @@ pub(crate) fn scan_part(
         matches: Vec::new(),
         line: 0,
         truncated: 0,
+        metrics: MetricCollector::new(),
+        metric_bytes: 0,
     };
     loop {
         match blocks.next_block() {
@@ -178,6 +190,7 @@ pub(crate) fn scan_part(
             MAX_LINE >> 20
         ));
     }
+    scan.metrics
 }
 
 impl TextScan<'_> {
@@ -220,8 +233,36 @@ impl TextScan<'_> {
         }
     }
 
+    /// Offers the lines of a block to the metric collector: all of them in
+    /// the first [`METRIC_FULL_BYTES`] of the input, the first
+    /// [`METRIC_SAMPLED_LINES`] after that.
+    fn sample_metrics(&mut self, bytes: &[u8]) {
+        let all = self.metric_bytes < METRIC_FULL_BYTES;
+        self.metric_bytes += bytes.len() as u64;
+        let limit = if all {
+            usize::MAX
+        } else {
+            METRIC_SAMPLED_LINES
+        };
+        let mut number = self.line;
+        for raw in bytes.split(|&b| b == b'\n').take(limit) {
+            number += 1;
+            let raw = &raw[..raw.len().min(MAX_LINE)];
+            let Ok(text) = std::str::from_utf8(clean_line(raw, &mut self.cleaned)) else {
+                continue;
+            };
+            let prefixed = strip_rank_prefix(text);
+            self.metrics.line(
+                prefixed.rest.as_bytes(),
+                number,
+                prefixed.rank.or(self.input_rank),
+            );
+        }
+    }
+
     /// Scans a block of whole lines starting at input offset `offset`.
     fn block(&mut self, bytes: &[u8], offset: u64) {
+        self.sample_metrics(bytes);
         let escapes = memchr::memchr(0x1b, bytes).is_some();
         if !escapes {
             self.lowered.clear();

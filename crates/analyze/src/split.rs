@@ -9,6 +9,7 @@
 use crate::findings::FindingTable;
 use crate::scan::{scan_part, OnFinding, Part};
 use coroner_ingest::Input;
+use coroner_metrics::MetricCollector;
 use coroner_model::{InputKind, InputSummary};
 use coroner_rules::RuleSet;
 use std::fs::File;
@@ -47,49 +48,54 @@ pub(crate) fn scan_split(
         parts,
     } = *file;
     let bounds = line_bounds(path, size, parts)?;
-    let results: Vec<io::Result<(FindingTable, InputSummary)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = bounds
-            .windows(2)
-            .map(|w| {
-                let (start, end) = (w[0], w[1]);
-                let mut part_table = FindingTable::for_input(table.input());
-                let mut part_summary = summary.clone();
-                scope.spawn(move || -> io::Result<(FindingTable, InputSummary)> {
-                    let mut file = File::open(path)?;
-                    file.seek(SeekFrom::Start(start))?;
-                    let mut after = File::open(path)?;
-                    after.seek(SeekFrom::Start(end))?;
-                    let part = Part {
-                        reader: file.take(end - start),
-                        offset: start,
-                        after: (end < size).then_some(after),
-                        live: false,
-                    };
-                    scan_part(
-                        input,
-                        kind,
-                        part,
-                        rules,
-                        &mut part_table,
-                        &mut part_summary,
-                        on_finding,
-                    );
-                    Ok((part_table, part_summary))
+    let results: Vec<io::Result<(FindingTable, InputSummary, MetricCollector)>> =
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = bounds
+                .windows(2)
+                .map(|w| {
+                    let (start, end) = (w[0], w[1]);
+                    let mut part_table = FindingTable::for_input(table.input());
+                    let mut part_summary = summary.clone();
+                    scope.spawn(
+                        move || -> io::Result<(FindingTable, InputSummary, MetricCollector)> {
+                            let mut file = File::open(path)?;
+                            file.seek(SeekFrom::Start(start))?;
+                            let mut after = File::open(path)?;
+                            after.seek(SeekFrom::Start(end))?;
+                            let part = Part {
+                                reader: file.take(end - start),
+                                offset: start,
+                                after: (end < size).then_some(after),
+                                live: false,
+                            };
+                            let metrics = scan_part(
+                                input,
+                                kind,
+                                part,
+                                rules,
+                                &mut part_table,
+                                &mut part_summary,
+                                on_finding,
+                            );
+                            Ok((part_table, part_summary, metrics))
+                        },
+                    )
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(io::Error::other("a scanning thread panicked")))
-            })
-            .collect()
-    });
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(io::Error::other("a scanning thread panicked")))
+                })
+                .collect()
+        });
     let mut lines = 0;
     let mut bytes = 0;
+    let mut metrics = MetricCollector::new();
     for result in results {
-        let (mut part_table, part_summary) = result?;
+        let (mut part_table, part_summary, part_metrics) = result?;
+        metrics.absorb(part_metrics, lines);
         part_table.shift_lines(lines);
         table.merge(part_table);
         lines += part_summary.lines;
@@ -103,6 +109,7 @@ pub(crate) fn scan_split(
     }
     summary.lines = lines;
     summary.bytes = bytes;
+    crate::trends::scan_trends(input, &metrics, rules, table);
     Ok(())
 }
 

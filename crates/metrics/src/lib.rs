@@ -216,6 +216,32 @@ impl MetricCollector {
     }
 
     /// The series of `rank` and its position among the ranks seen.
+    /// Appends what `later` collected from the lines that follow this
+    /// collector's (the next part of the same input, scanned on its own),
+    /// with its line numbers moved on by `line_shift`. The samples `later`
+    /// kept are replayed in order, so a long part contributes its decimated
+    /// series.
+    pub fn absorb(&mut self, later: MetricCollector, line_shift: u64) {
+        for state in later.ranks {
+            let Some((_, mine)) = self.rank(state.rank) else {
+                continue;
+            };
+            mine.lines = mine.lines.saturating_add(state.lines);
+            for (slot, track) in mine.tracks.iter_mut().zip(state.tracks) {
+                let Some(track) = track else {
+                    continue;
+                };
+                let target = slot.get_or_insert_with(|| Track::with_capacity(series::CAPACITY));
+                for sample in track.series.samples() {
+                    target.push(Sample {
+                        line: sample.line.saturating_add(line_shift),
+                        ..sample
+                    });
+                }
+            }
+        }
+    }
+
     fn rank(&mut self, rank: Option<u32>) -> Option<(usize, &mut RankSeries)> {
         let at = match self.ranks.iter().position(|r| r.rank == rank) {
             Some(at) => at,
@@ -275,5 +301,40 @@ mod tests {
     fn carriage_return_segments() {
         let r = read_segments(b"step 1 loss 2.0\rstep 2 loss 3.0\r   ").unwrap();
         assert_eq!(r.step, Some(2));
+    }
+}
+
+#[cfg(test)]
+mod absorb_tests {
+    use super::*;
+
+    fn leak_lines(from: u64, to: u64) -> Vec<String> {
+        (from..=to)
+            .map(|step| {
+                format!(
+                    "step {step} | loss 0.5 | mem_allocated {:.1}MiB | mem_reserved 8192.0MiB",
+                    100.0 + 16.0 * step as f64
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_file_scanned_in_two_parts_has_the_trends_of_the_whole() {
+        let mut whole = MetricCollector::new();
+        for (i, line) in leak_lines(1, 200).iter().enumerate() {
+            whole.line(line.as_bytes(), i as u64 + 1, None);
+        }
+        let mut first = MetricCollector::new();
+        let mut second = MetricCollector::new();
+        for (i, line) in leak_lines(1, 100).iter().enumerate() {
+            first.line(line.as_bytes(), i as u64 + 1, None);
+        }
+        for (i, line) in leak_lines(101, 200).iter().enumerate() {
+            second.line(line.as_bytes(), i as u64 + 1, None);
+        }
+        first.absorb(second, 100);
+        assert_eq!(first.trends(), whole.trends());
+        assert_eq!(whole.trends().len(), 1);
     }
 }

@@ -65,6 +65,11 @@ pub enum InputKind {
     ElfCore,
     /// A CUDA GPU core dump.
     CudaGpuCore,
+    /// Not an input of its own: the trends coroner derives from the
+    /// training-metric lines of a text input (memory growing every step, a
+    /// loss turning nan, a loss scale collapsing). Rules limited to this
+    /// kind read them.
+    MetricTrends,
     /// Binary data that is not a known format.
     Binary,
     /// Could not be opened at all.
@@ -81,6 +86,7 @@ impl InputKind {
             InputKind::NvidiaSmi => "nvidia-smi",
             InputKind::ElfCore => "elf-core",
             InputKind::CudaGpuCore => "cuda-gpu-core",
+            InputKind::MetricTrends => "metric-trends",
             InputKind::Binary => "binary",
             InputKind::Unreadable => "unreadable",
         }
@@ -107,6 +113,7 @@ impl InputKind {
         InputKind::text_kind(name).or(match name {
             "elf-core" => Some(InputKind::ElfCore),
             "cuda-gpu-core" => Some(InputKind::CudaGpuCore),
+            "metric-trends" => Some(InputKind::MetricTrends),
             _ => None,
         })
     }

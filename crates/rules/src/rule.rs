@@ -295,7 +295,7 @@ pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleEr
                 RuleErrorKind::UnknownValue,
                 k.span(),
                 format!(
-                    "unknown input kind `{}` (expected log, nccl-debug, kernel-log, nvidia-smi, elf-core or cuda-gpu-core)",
+                    "unknown input kind `{}` (expected log, nccl-debug, kernel-log, nvidia-smi, elf-core, cuda-gpu-core or metric-trends)",
                     k.get_ref()
                 ),
             )),

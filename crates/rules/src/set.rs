@@ -17,7 +17,7 @@ include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
 pub struct RuleSet {
     rules: Vec<Rule>,
     /// One prefilter per text input kind, built when first needed.
-    prefilters: [OnceLock<Prefilter>; 6],
+    prefilters: [OnceLock<Prefilter>; 7],
     /// For each rule, the indices of the rules it supersedes.
     pub(crate) supersedes: Vec<Vec<usize>>,
 }
@@ -130,13 +130,14 @@ impl RuleSet {
 
     /// The kinds of text the rules read: the text inputs, and the summaries
     /// of core dumps.
-    const SCANNED: [InputKind; 6] = [
+    const SCANNED: [InputKind; 7] = [
         InputKind::Log,
         InputKind::NcclDebug,
         InputKind::KernelLog,
         InputKind::NvidiaSmi,
         InputKind::ElfCore,
         InputKind::CudaGpuCore,
+        InputKind::MetricTrends,
     ];
 
     /// The prefilter of the rules that apply to inputs of `kind` (a
