@@ -32,6 +32,6 @@ mod set;
 
 pub use error::{RuleError, RuleErrorKind};
 pub use matcher::{Line, Match, MatchedLine, Scanner};
-pub use rule::{parse_rule, Rule};
+pub use rule::{parse_rule, parse_rule_with, Compile, Rule};
 pub use schema::ExampleSpec;
 pub use set::{RuleSet, RuleSources, BUILTIN_RULES};

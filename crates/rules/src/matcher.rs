@@ -7,10 +7,9 @@
 //! patterns have matched within the window.
 
 use crate::prefilter::Prefilter;
-use crate::rule::Rule;
+use crate::rule::{LazyRegex, Rule};
 use crate::set::RuleSet;
 use coroner_model::InputKind;
-use regex::Regex;
 
 /// One line as the matcher sees it.
 #[derive(Debug, Clone, Copy)]
@@ -227,7 +226,7 @@ impl<'s> Scanner<'s> {
 /// of `all` patterns still to find.
 fn anchor(rule: &Rule, index: usize, line: &Line<'_>) -> Option<(usize, Match, Vec<usize>)> {
     let p = &rule.pattern;
-    if p.not.iter().any(|re| re.is_match(line.text)) {
+    if p.not.iter().filter_map(LazyRegex::get).any(|re| re.is_match(line.text)) {
         return None;
     }
     let mut remaining = Vec::new();
@@ -260,7 +259,8 @@ fn anchor(rule: &Rule, index: usize, line: &Line<'_>) -> Option<(usize, Match, V
 
 type Captures = Vec<(String, String)>;
 
-fn capture(re: &Regex, line: &Line<'_>) -> Option<(Captures, (usize, usize))> {
+fn capture(re: &LazyRegex, line: &Line<'_>) -> Option<(Captures, (usize, usize))> {
+    let re = re.get()?;
     let caps = re.captures(line.text)?;
     let whole = caps.get(0)?;
     let named = re

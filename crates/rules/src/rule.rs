@@ -5,6 +5,7 @@ use crate::schema::{ExampleSpec, RuleFile};
 use coroner_model::{Category, InputKind, Role, Severity};
 use regex::{Regex, RegexBuilder};
 use std::collections::BTreeSet;
+use std::sync::OnceLock;
 use toml::Spanned;
 
 /// Compiled regexes may not exceed this many bytes of program, so that a
@@ -53,10 +54,60 @@ pub(crate) struct Pattern {
     pub literals_match_case: bool,
     /// Input kinds the rule applies to; empty for all.
     pub kinds: Vec<InputKind>,
-    pub any: Vec<Regex>,
-    pub all: Vec<Regex>,
-    pub not: Vec<Regex>,
+    pub any: Vec<LazyRegex>,
+    pub all: Vec<LazyRegex>,
+    pub not: Vec<LazyRegex>,
     pub window: u32,
+}
+
+/// How a rule's regexes are compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compile {
+    /// All at once, reporting every error: rules from users.
+    Now,
+    /// Each the first time a line needs it: the built-in rules, which the
+    /// test suite compiles and validates with [`Compile::Now`]. Most of a
+    /// run's regexes are never needed (no line holds their literals), and
+    /// compiling them all would dominate the start-up of every run.
+    OnFirstUse,
+}
+
+/// A rule's regex, compiled now or on first use.
+#[derive(Debug, Clone)]
+pub(crate) struct LazyRegex {
+    source: String,
+    compiled: OnceLock<Option<Regex>>,
+}
+
+impl LazyRegex {
+    fn ready(source: &str, regex: Regex) -> LazyRegex {
+        LazyRegex {
+            source: source.to_owned(),
+            compiled: OnceLock::from(Some(regex)),
+        }
+    }
+
+    fn deferred(source: &str) -> LazyRegex {
+        LazyRegex {
+            source: source.to_owned(),
+            compiled: OnceLock::new(),
+        }
+    }
+
+    /// The compiled regex; `None` only for a deferred pattern that does not
+    /// compile, which then never matches.
+    pub(crate) fn get(&self) -> Option<&Regex> {
+        self.compiled
+            .get_or_init(|| build_regex(&self.source).ok())
+            .as_ref()
+    }
+}
+
+fn build_regex(source: &str) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(source)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
 }
 
 impl Rule {
@@ -77,6 +128,7 @@ impl Rule {
         p.any
             .iter()
             .chain(&p.all)
+            .filter_map(LazyRegex::get)
             .flat_map(|r| r.capture_names().flatten().map(str::to_owned))
             .collect()
     }
@@ -157,6 +209,19 @@ fn is_kebab(s: &str) -> bool {
 /// Parses and validates one rule file. `stem` is the file name without
 /// `.toml`; every problem found is returned, not only the first.
 pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleError>> {
+    parse_rule_with(path, stem, text, Compile::Now)
+}
+
+/// [`parse_rule`], compiling the regexes as `compile` says. With
+/// [`Compile::OnFirstUse`] regex errors and placeholders naming no capture
+/// group are not looked for.
+pub fn parse_rule_with(
+    path: &str,
+    stem: &str,
+    text: &str,
+    compile: Compile,
+) -> Result<Rule, Vec<RuleError>> {
+    let when = compile;
     let file: RuleFile = toml::from_str(text).map_err(|e| {
         vec![RuleError::new(
             RuleErrorKind::Syntax,
@@ -240,13 +305,14 @@ pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleEr
     };
 
     let spec = file.matching.get_ref();
-    let compile = |list: &[Spanned<String>], errors: &mut Vec<RuleError>| -> Vec<Regex> {
+    let compile = |list: &[Spanned<String>], errors: &mut Vec<RuleError>| -> Vec<LazyRegex> {
         list.iter()
             .filter_map(|p| {
-                RegexBuilder::new(p.get_ref())
-                    .size_limit(REGEX_SIZE_LIMIT)
-                    .dfa_size_limit(REGEX_SIZE_LIMIT)
-                    .build()
+                if when == Compile::OnFirstUse {
+                    return Some(LazyRegex::deferred(p.get_ref()));
+                }
+                build_regex(p.get_ref())
+                    .map(|re| LazyRegex::ready(p.get_ref(), re))
                     .map_err(|e| {
                         errors.push(err(
                             RuleErrorKind::BadRegex,
@@ -261,7 +327,7 @@ pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleEr
     let any = compile(&spec.any, &mut errors);
     let all = compile(&spec.all, &mut errors);
     let not = compile(&spec.not, &mut errors);
-    let patterns_compiled = errors.is_empty();
+    let patterns_compiled = errors.is_empty() && when == Compile::Now;
     if spec.any.is_empty() && spec.all.is_empty() {
         errors.push(err(
             RuleErrorKind::EmptyMatch,
@@ -301,11 +367,15 @@ pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleEr
             )),
         }
     }
-    let defined: BTreeSet<String> = any
-        .iter()
-        .chain(&all)
-        .flat_map(|r| r.capture_names().flatten().map(str::to_owned))
-        .collect();
+    let defined: BTreeSet<String> = if patterns_compiled {
+        any.iter()
+            .chain(&all)
+            .filter_map(LazyRegex::get)
+            .flat_map(|r| r.capture_names().flatten().map(str::to_owned))
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
     for name in placeholders(file.message.get_ref()) {
         if patterns_compiled && !defined.contains(&name) {
             errors.push(err(

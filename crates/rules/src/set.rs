@@ -3,7 +3,7 @@
 
 use crate::error::{RuleError, RuleErrorKind};
 use crate::prefilter::Prefilter;
-use crate::rule::{parse_rule, Rule};
+use crate::rule::{parse_rule_with, Compile, Rule};
 use coroner_model::InputKind;
 use std::collections::HashMap;
 use std::path::Path;
@@ -38,19 +38,29 @@ impl RuleSet {
     /// Loads, validates and compiles rules from `sources`. Every problem in
     /// every file is returned.
     pub fn load(sources: &RuleSources) -> Result<RuleSet, Vec<RuleError>> {
-        let mut files: Vec<(String, String, String)> = Vec::new();
+        let mut files: Vec<(String, String, String, Compile)> = Vec::new();
         let mut errors = Vec::new();
         if sources.builtin {
             for (path, text) in BUILTIN_RULES {
-                files.push((path.to_string(), stem_of(path), text.to_string()));
+                files.push((
+                    path.to_string(),
+                    stem_of(path),
+                    text.to_string(),
+                    Compile::OnFirstUse,
+                ));
             }
         }
+        let mut user = Vec::new();
         for dir in &sources.dirs {
-            read_dir(dir, &mut files, &mut errors);
+            read_dir(dir, &mut user, &mut errors);
         }
+        files.extend(
+            user.into_iter()
+                .map(|(path, stem, text)| (path, stem, text, Compile::Now)),
+        );
         let mut rules = Vec::new();
-        for (path, stem, text) in &files {
-            match parse_rule(path, stem, text) {
+        for (path, stem, text, compile) in &files {
+            match parse_rule_with(path, stem, text, *compile) {
                 Ok(rule) => rules.push(rule),
                 Err(mut e) => errors.append(&mut e),
             }
@@ -213,6 +223,22 @@ fn read_dir(dir: &Path, files: &mut Vec<(String, String, String)>, errors: &mut 
                 text,
             )),
             Err(e) => errors.push(io_error(path, &e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The built-in rules are compiled on first use at run time; here every
+    /// regex is compiled and every placeholder checked, as for a user's rules.
+    #[test]
+    fn builtin_rules_compile_and_validate_in_full() {
+        for (path, text) in BUILTIN_RULES {
+            if let Err(e) = crate::rule::parse_rule(path, &stem_of(path), text) {
+                panic!("{path}: {e:?}");
+            }
         }
     }
 }
