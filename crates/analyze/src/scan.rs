@@ -26,11 +26,11 @@ const CONTEXT_LINES: usize = 2;
 const RECENT_LINES: usize = 32;
 /// Every line of the first bytes of an input is offered to the metric
 /// collector...
-const METRIC_FULL_BYTES: u64 = 4 << 20;
+const METRIC_FULL_BYTES: u64 = 1 << 20;
 /// ... and after them the first lines of each block: a sample spread evenly
 /// over the input, enough for trends, at a small fraction of the cost of
 /// parsing every metric line of a multi-GB log.
-const METRIC_SAMPLED_LINES: usize = 32;
+const METRIC_SAMPLED_LINES: usize = 16;
 
 /// The last lines handled, for the context of evidence found later.
 #[derive(Debug, Default)]
