@@ -464,3 +464,40 @@ fn a_gzipped_gpu_dump_reads_as_the_raw_one() {
         from_zstd["root_cause"]["summary"]
     );
 }
+
+/// A core copied off its machine: the program is found under `--sysroot`
+/// at the path the core records, or by name under `--debug-dir`.
+#[test]
+fn binaries_are_found_under_a_sysroot_or_a_debug_dir() {
+    let scratch = crate::util::Scratch::new("sysroot");
+    let recorded = scratch.path("root/tmp/art_a/bin");
+    std::fs::create_dir_all(&recorded).unwrap();
+    std::fs::copy(fixture("bin/segv"), recorded.join("segv")).unwrap();
+    let debug = scratch.path("debug");
+    std::fs::create_dir_all(&debug).unwrap();
+    std::fs::copy(fixture("bin/segv"), debug.join("segv")).unwrap();
+    let core = fixture("cores/core.segv.875.zst");
+    for (flag, dir) in [
+        ("--sysroot", scratch.display("root")),
+        ("--debug-dir", scratch.display("debug")),
+    ] {
+        let (report, _) = analyze_json(&[flag, &dir, &core]);
+        let frames = our_frames(&report["inputs"][0]["core"]["threads"][0]);
+        assert_eq!(
+            frames.first().map(|f| f.0.as_str()),
+            Some("sum_values"),
+            "{flag}"
+        );
+        let main = report["inputs"][0]["core"]["modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["path"] == "/tmp/art_a/bin/segv")
+            .unwrap();
+        assert_eq!(main["status"], "found", "{flag}");
+    }
+    // Without either, the program is not found and frames are bare.
+    let (report, _) = analyze_json(&[&core]);
+    let frames = our_frames(&report["inputs"][0]["core"]["threads"][0]);
+    assert_eq!(frames.first().map(|f| f.0.as_str()), Some(""));
+}
