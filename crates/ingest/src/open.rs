@@ -272,6 +272,46 @@ mod tests {
         assert_eq!(detect_kind(&log), InputKind::Log);
     }
 
+    /// A zstd frame of `blocks` RLE blocks, each 128 KiB of `a` from 4
+    /// bytes.
+    fn zstd_rle_bomb(blocks: usize) -> Vec<u8> {
+        let mut frame = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38];
+        for i in 0..blocks {
+            let header = (128u32 << 10) << 3 | 1 << 1 | u32::from(i + 1 == blocks);
+            frame.extend_from_slice(&header.to_le_bytes()[..3]);
+            frame.push(b'a');
+        }
+        frame
+    }
+
+    #[test]
+    fn a_decompression_bomb_stops_past_the_floor() {
+        // 640 MiB from 20 KiB.
+        let bomb = zstd_rle_bomb(5 * 1024);
+        let opened = open_reader(Box::new(Cursor::new(bomb))).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(opened.compression, Some(Compression::Zstd));
+        let mut counted = opened.reader.take(u64::MAX);
+        let err = io::copy(&mut counted, &mut io::sink()).err();
+        let message = err.map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("decompression bomb"), "{message}");
+        assert!(message.contains("1000:1"), "{message}");
+    }
+
+    #[test]
+    fn compressed_text_within_the_limit_reads_whole() {
+        let text = b"step 1 loss 0.5\n".repeat(10_000);
+        let packed = zstd::encode_all(&text[..], 19).unwrap_or_default();
+        let mut opened =
+            open_reader(Box::new(Cursor::new(packed))).unwrap_or_else(|e| panic!("{e}"));
+        let mut out = Vec::new();
+        opened
+            .reader
+            .read_to_end(&mut out)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out, text);
+        assert_eq!(opened.kind, InputKind::Log);
+    }
+
     #[test]
     fn compression_by_magic() {
         assert_eq!(
