@@ -347,3 +347,19 @@ fn a_throughput_collapse_is_a_warning_per_rank() {
         .collect();
     assert_eq!(ranks, [0, 1].into());
 }
+
+/// The kernel log names the GPU by PCI address; rank 1's NCCL communicator
+/// says its device sits there: the Xid belongs to rank 1.
+#[test]
+fn an_xid_is_tied_to_the_rank_on_that_gpu() {
+    let (report, _) = analyze_json(&[&multi_gpu("xid_rank")]);
+    assert_eq!(report["root_cause"]["rank"], 1);
+    let xid = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "xid-illegal-memory-access")
+        .expect("the Xid from dmesg");
+    assert_eq!(xid["captures"]["gpu"], "PCI:0000:00:07");
+    assert_eq!(xid["rank"], 1);
+}

@@ -12,6 +12,7 @@ mod binaries;
 mod cascade;
 mod core_text;
 mod cores;
+mod devices;
 pub mod examples;
 mod findings;
 pub mod root_cause;
@@ -104,6 +105,8 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     }
     let mut findings = table.into_findings(rules);
     cascade::drop_superseded(&mut findings, rules);
+    devices::attribute_ranks(&mut findings);
+    findings.retain(|f| rules.get(&f.rule).is_none_or(|r| !r.internal));
     cascade::apply(&mut findings, rules);
     let (root_cause, findings) = root_cause::choose(findings, &inputs);
     let stats = Stats {

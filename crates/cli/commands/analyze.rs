@@ -69,7 +69,9 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
     // Findings are announced as soon as they are seen in JSON Lines, and
     // as one line each in the human format while following.
     let announce = |f: &Finding| {
-        if ignore.contains(&f.rule) || baseline.as_ref().is_some_and(|b| b.contains(f)) {
+        let internal = rules.get(&f.rule).is_some_and(|r| r.internal);
+        if internal || ignore.contains(&f.rule) || baseline.as_ref().is_some_and(|b| b.contains(f))
+        {
             return;
         }
         let line = match format {

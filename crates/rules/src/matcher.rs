@@ -226,7 +226,11 @@ impl<'s> Scanner<'s> {
 /// of `all` patterns still to find.
 fn anchor(rule: &Rule, index: usize, line: &Line<'_>) -> Option<(usize, Match, Vec<usize>)> {
     let p = &rule.pattern;
-    if p.not.iter().filter_map(LazyRegex::get).any(|re| re.is_match(line.text)) {
+    if p.not
+        .iter()
+        .filter_map(LazyRegex::get)
+        .any(|re| re.is_match(line.text))
+    {
         return None;
     }
     let mut remaining = Vec::new();

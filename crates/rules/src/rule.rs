@@ -38,6 +38,9 @@ pub struct Rule {
     /// Categories of other findings in the incident that this rule's
     /// finding explains (their consequences, listed as symptoms of it).
     pub explains: Vec<Category>,
+    /// Its findings feed correlation (a rank's GPU address) and are left
+    /// out of the report.
+    pub internal: bool,
     /// Path of the rule file (relative to the repository for built-ins).
     pub source: String,
     /// The rule file's text.
@@ -452,6 +455,7 @@ pub fn parse_rule_with(
             .collect(),
         fallback: file.fallback,
         explains,
+        internal: file.internal,
         source: path.to_owned(),
         text: text.to_owned(),
         examples: file.examples,

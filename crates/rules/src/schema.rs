@@ -32,6 +32,10 @@ pub struct RuleFile {
     /// finding explains: they are its consequences, listed as symptoms.
     #[serde(default)]
     pub explains: Vec<Spanned<String>>,
+    /// A fact kept for correlating other findings (which GPU a rank uses),
+    /// not reported itself.
+    #[serde(default)]
+    pub internal: bool,
     #[serde(rename = "match")]
     pub matching: Spanned<MatchSpec>,
     #[serde(default)]
