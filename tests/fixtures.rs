@@ -363,3 +363,28 @@ fn an_xid_is_tied_to_the_rank_on_that_gpu() {
     assert_eq!(xid["captures"]["gpu"], "PCI:0000:00:07");
     assert_eq!(xid["rank"], 1);
 }
+
+/// After a device-side assert the CUDA context is broken and the next
+/// matmul fails in cuBLAS: the assert is the cause, the cuBLAS error its
+/// echo. The assertion lines are the real ones of assert_index.log; the
+/// cuBLAS line is PyTorch's message for a failed `cublasSgemm`.
+#[test]
+fn a_cublas_error_after_an_assert_is_its_echo() {
+    let assert =
+        std::fs::read_to_string(crate::util::root().join(fixture("logs/assert_index.log")))
+            .unwrap();
+    let mut log: String = assert.lines().take(5).map(|l| format!("{l}\n")).collect();
+    log.push_str("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`\n");
+    let scratch = crate::util::Scratch::new("assert-cublas");
+    let path = scratch.path("train.log");
+    std::fs::write(&path, log).unwrap();
+    let (report, _) = analyze_json(&[path.to_str().unwrap()]);
+    assert_eq!(report["root_cause"]["category"], "device-side-assert");
+    let cublas = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["category"] == "cublas-error")
+        .expect("the cuBLAS error");
+    assert_eq!(cublas["role"], "symptom");
+}
