@@ -174,3 +174,36 @@ fn a_catastrophic_pattern_scans_a_long_line_in_linear_time() {
         "{elapsed:?} for a 512 KiB line"
     );
 }
+
+#[test]
+fn a_condition_naming_no_capture_points_at_itself() {
+    let text = GOOD.replace("[match]\n", "[match]\nwhen = [\"what > nothing\"]\n");
+    assert!(
+        text.contains("when ="),
+        "the sample rule has a [match] table"
+    );
+    let err = parse_rule("r.toml", "sample-rule", &text)
+        .err()
+        .unwrap_or_default();
+    assert_eq!(
+        err.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        vec![RuleErrorKind::BadCondition]
+    );
+    let span = err.first().and_then(|e| e.span()).expect("a span");
+    assert!(text[span].contains("what > nothing"));
+}
+
+#[test]
+fn a_condition_decides_whether_a_match_counts() {
+    // The sample rule captures `what`; a capture that is not a quantity
+    // never satisfies a comparison.
+    let text = GOOD.replace("[match]\n", "[match]\nwhen = [\"what > 1 GiB\"]\n");
+    let rule = parse_rule("r.toml", "sample-rule", &text).unwrap();
+    let set = RuleSet::new(vec![rule]).unwrap();
+    for example in &set.rules()[0].examples {
+        if example.fires {
+            let found = coroner_analyze::examples::findings_in_text(&set, &example.input);
+            assert!(found.is_empty(), "{found:?}");
+        }
+    }
+}

@@ -30,6 +30,8 @@ pub enum RuleErrorKind {
     MissingExample,
     /// `supersedes` names a rule that does not exist.
     UnknownRule,
+    /// A `when` condition cannot be read or names no capture group.
+    BadCondition,
 }
 
 /// A rejected rule file.
@@ -96,5 +98,6 @@ fn short_label(kind: RuleErrorKind) -> &'static str {
         RuleErrorKind::EmptyMatch => "this table",
         RuleErrorKind::MissingExample => "this rule",
         RuleErrorKind::UnknownRule => "no such rule",
+        RuleErrorKind::BadCondition => "this condition",
     }
 }

@@ -23,6 +23,7 @@
     )
 )]
 
+mod condition;
 mod error;
 mod matcher;
 mod prefilter;

@@ -192,7 +192,10 @@ impl<'s> Scanner<'s> {
                 p.found.lines.push(matched_line(line, span));
             }
             if p.remaining.is_empty() {
-                out.push(self.pending.swap_remove(i).found);
+                let found = self.pending.swap_remove(i).found;
+                if rule.conditions_hold(&found.captures) {
+                    out.push(found);
+                }
             } else {
                 i += 1;
             }
@@ -247,6 +250,9 @@ fn anchor(rule: &Rule, index: usize, line: &Line<'_>) -> Option<(usize, Match, V
             None if p.window > 0 => remaining.push(k),
             None => return None,
         }
+    }
+    if remaining.is_empty() && !rule.conditions_hold(&captures) {
+        return None;
     }
     let lines = vec![matched_line(line, span)];
     Some((

@@ -1,5 +1,6 @@
 //! A validated, compiled rule.
 
+use crate::condition::Condition;
 use crate::error::{RuleError, RuleErrorKind};
 use crate::schema::{ExampleSpec, RuleFile};
 use coroner_model::{Category, InputKind, Role, Severity};
@@ -61,6 +62,8 @@ pub(crate) struct Pattern {
     pub all: Vec<LazyRegex>,
     pub not: Vec<LazyRegex>,
     pub window: u32,
+    /// Comparisons between captures that a complete match must satisfy.
+    pub when: Vec<Condition>,
 }
 
 /// How a rule's regexes are compiled.
@@ -139,6 +142,12 @@ impl Rule {
     /// The literals of the prefilter.
     pub fn literals(&self) -> &[String] {
         &self.pattern.literals
+    }
+
+    /// Whether the rule's `when` conditions hold for a complete match's
+    /// captures.
+    pub(crate) fn conditions_hold(&self, captures: &[(String, String)]) -> bool {
+        self.pattern.when.iter().all(|c| c.holds(captures))
     }
 
     /// How many lines after the anchor the rule looks at.
@@ -379,6 +388,24 @@ pub fn parse_rule_with(
     } else {
         BTreeSet::new()
     };
+    let mut when = Vec::new();
+    for text in &spec.when {
+        match Condition::parse(text.get_ref()) {
+            Ok(c) => {
+                for name in c.captures() {
+                    if patterns_compiled && !defined.contains(name) {
+                        errors.push(err(
+                            RuleErrorKind::BadCondition,
+                            text.span(),
+                            format!("condition names `{name}`, which no pattern captures"),
+                        ));
+                    }
+                }
+                when.push(c);
+            }
+            Err(e) => errors.push(err(RuleErrorKind::BadCondition, text.span(), e.to_string())),
+        }
+    }
     for name in placeholders(file.message.get_ref()) {
         if patterns_compiled && !defined.contains(&name) {
             errors.push(err(
@@ -467,6 +494,7 @@ pub fn parse_rule_with(
             all,
             not,
             window: spec.window,
+            when,
         },
     })
 }

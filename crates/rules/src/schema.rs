@@ -67,6 +67,9 @@ pub struct MatchSpec {
     /// Kinds of input the rule applies to (all text kinds when empty).
     #[serde(default)]
     pub kinds: Vec<Spanned<String>>,
+    /// Comparisons between captures that must hold for a match.
+    #[serde(default)]
+    pub when: Vec<Spanned<String>>,
 }
 
 /// One `[[examples]]` entry.
