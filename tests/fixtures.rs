@@ -388,3 +388,35 @@ fn a_cublas_error_after_an_assert_is_its_echo() {
         .expect("the cuBLAS error");
     assert_eq!(cublas["role"], "symptom");
 }
+
+/// Real compute-sanitizer reports: (file under fixtures/sanitizer,
+/// root-cause category, rule).
+#[test]
+fn compute_sanitizer_reports_name_the_access() {
+    for (file, category, rule) in [
+        (
+            "illegal.memcheck.txt",
+            "illegal-memory-access",
+            "sanitizer-invalid-access",
+        ),
+        (
+            "misaligned.memcheck.txt",
+            "illegal-memory-access",
+            "sanitizer-invalid-access",
+        ),
+        (
+            "assert.memcheck.txt",
+            "device-side-assert",
+            "cuda-kernel-assertion-failed",
+        ),
+    ] {
+        let (report, _) = analyze_json(&[&format!("fixtures/sanitizer/{file}")]);
+        assert_eq!(report["root_cause"]["category"], category, "{file}");
+        assert_eq!(report["root_cause"]["rule"], rule, "{file}");
+    }
+    let (report, _) = analyze_json(&["fixtures/sanitizer/illegal.memcheck.txt"]);
+    let captures = &report["findings"][0]["captures"];
+    assert_eq!(captures["thread"], "57,0,0");
+    assert_eq!(captures["block"], "23,0,0");
+    assert_eq!(captures["problem"], "out of bounds");
+}
