@@ -112,13 +112,22 @@ fn lagging_rank(findings: &[Finding]) -> Option<Lag> {
 fn unknown_summary(findings: &[Finding], inputs: &[InputSummary]) -> String {
     let lines: u64 = inputs.iter().map(|i| i.lines).sum();
     let read = inputs.iter().filter(|i| i.kind.is_text()).count();
+    let cores = inputs
+        .iter()
+        .filter(|i| i.core.is_some() || i.gpu_core.is_some())
+        .count();
+    let read = if cores > 0 {
+        format!("{read} text input(s) and {cores} core dump(s)")
+    } else {
+        format!("{read} text input(s)")
+    };
     if findings.is_empty() {
         format!(
-            "No known failure pattern matched in {read} text input(s) ({lines} lines); coroner cannot name a root cause."
+            "No known failure pattern matched in {read} ({lines} lines); coroner cannot name a root cause."
         )
     } else {
         format!(
-            "No failure matched with confidence in {read} text input(s) ({lines} lines); {} lower-severity finding(s) are listed, none of them a cause on its own.",
+            "No failure matched with confidence in {read} ({lines} lines); {} lower-severity finding(s) are listed, none of them a cause on its own.",
             findings.len()
         )
     }
