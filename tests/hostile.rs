@@ -8,7 +8,7 @@
 //! build on 2 shared cores: the 200 MB line in about 4 s, the 1 GB line in
 //! about 12 s, both at a peak RSS of 57 MiB (from `/usr/bin/time -v`, which
 //! the tests use when it is installed); the zstd bomb stops after 512 MiB of
-//! output in about 2 s; 100 000 files take about 12 s.
+//! output in a few seconds; 100 000 files take about 12 s.
 
 use crate::util::{coroner, fixture, Scratch};
 use std::io::Write;
