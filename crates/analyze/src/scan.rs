@@ -24,13 +24,13 @@ use std::io::Read;
 const CONTEXT_LINES: usize = 2;
 /// Recent lines remembered for context (covers rule windows).
 const RECENT_LINES: usize = 32;
-/// Every line of the first bytes of an input is offered to the metric
+/// A block of lines up to this size offers every line to the metric
 /// collector...
-const METRIC_FULL_BYTES: u64 = 1 << 20;
-/// ... and after them the first lines of each block: a sample spread evenly
-/// over the input, enough for trends, at a small fraction of the cost of
-/// parsing every metric line of a multi-GB log.
-const METRIC_SAMPLED_LINES: usize = 16;
+const METRIC_ALL_LINES_BELOW: usize = 64 << 10;
+/// ... a larger one this many lines, evenly spaced through it: enough for
+/// trends, at a small fraction of the cost of parsing every metric line of a
+/// multi-GB log or of hundreds of rank files.
+const METRIC_SAMPLES_PER_BLOCK: usize = 64;
 
 /// The last lines handled, for the context of evidence found later.
 #[derive(Debug, Default)]
@@ -86,7 +86,6 @@ struct TextScan<'a> {
     line: u64,
     truncated: u64,
     metrics: MetricCollector,
-    metric_bytes: u64,
 }
 
 /// Scans one text input into `table`, filling `summary`'s byte and line
@@ -159,7 +158,6 @@ pub(crate) fn scan_part(
         line: 0,
         truncated: 0,
         metrics: MetricCollector::new(),
-        metric_bytes: 0,
     };
     loop {
         match blocks.next_block() {
@@ -233,31 +231,44 @@ impl TextScan<'_> {
         }
     }
 
-    /// Offers the lines of a block to the metric collector: all of them in
-    /// the first [`METRIC_FULL_BYTES`] of the input, the first
-    /// [`METRIC_SAMPLED_LINES`] after that.
+    /// Offers lines of a block to the metric collector: all of them in a
+    /// small block, [`METRIC_SAMPLES_PER_BLOCK`] evenly spaced ones in a
+    /// large one (their numbers counted with one SIMD newline count).
     fn sample_metrics(&mut self, bytes: &[u8]) {
-        let all = self.metric_bytes < METRIC_FULL_BYTES;
-        self.metric_bytes += bytes.len() as u64;
-        let limit = if all {
-            usize::MAX
+        let step = if bytes.len() < METRIC_ALL_LINES_BELOW {
+            1
         } else {
-            METRIC_SAMPLED_LINES
+            bytes.len() / METRIC_SAMPLES_PER_BLOCK
         };
-        let mut number = self.line;
-        for raw in bytes.split(|&b| b == b'\n').take(limit) {
-            number += 1;
-            let raw = &raw[..raw.len().min(MAX_LINE)];
-            let Ok(text) = std::str::from_utf8(clean_line(raw, &mut self.cleaned)) else {
-                continue;
+        let mut pos = 0;
+        let mut number = self.line + 1;
+        while pos < bytes.len() {
+            let end = line_end(bytes, pos);
+            self.offer_metric_line(&bytes[pos..end], number);
+            // The first line starting at or after `pos + step`.
+            let target = (pos + step).max(end + 1);
+            let next = if target >= bytes.len() {
+                bytes.len()
+            } else {
+                memchr::memrchr(b'\n', &bytes[end..target]).map_or(end + 1, |i| end + i + 1)
             };
-            let prefixed = strip_rank_prefix(text);
-            self.metrics.line(
-                prefixed.rest.as_bytes(),
-                number,
-                prefixed.rank.or(self.input_rank),
-            );
+            let next = if next <= pos { end + 1 } else { next };
+            number += bytecount::count(&bytes[pos..next.min(bytes.len())], b'\n') as u64;
+            pos = next;
         }
+    }
+
+    fn offer_metric_line(&mut self, raw: &[u8], number: u64) {
+        let raw = &raw[..raw.len().min(MAX_LINE)];
+        let Ok(text) = std::str::from_utf8(clean_line(raw, &mut self.cleaned)) else {
+            return;
+        };
+        let prefixed = strip_rank_prefix(text);
+        self.metrics.line(
+            prefixed.rest.as_bytes(),
+            number,
+            prefixed.rank.or(self.input_rank),
+        );
     }
 
     /// Scans a block of whole lines starting at input offset `offset`.
