@@ -119,9 +119,12 @@ fn library_name(library: &str) -> &str {
 
 /// `#0  0x... in function (file:line) [module]`, as gdb prints frames.
 fn frame_line(frame: &Frame) -> String {
+    // A device frame's module is the dump's cubin section: no file name a
+    // reader could use.
     let module = frame
         .module
         .as_deref()
+        .filter(|m| !m.starts_with(".cudbg"))
         .map(|m| m.rsplit('/').next().unwrap_or(m));
     let mut line = format!("#{:<2} {:#018x} in ", frame.index, frame.pc);
     match (&frame.function, module, frame.module_offset) {
