@@ -420,3 +420,33 @@ fn compute_sanitizer_reports_name_the_access() {
     assert_eq!(captures["block"], "23,0,0");
     assert_eq!(captures["problem"], "out of bounds");
 }
+
+/// A Python exception carries the frame it was raised in, read from the
+/// traceback line just before it, and never from another rank's
+/// interleaved output.
+#[test]
+fn a_python_exception_knows_where_it_was_raised() {
+    let (report, _) = analyze_json(&[&multi_gpu("raise")]);
+    let captures = &report["findings"][0]["captures"];
+    assert_eq!(captures["exception"], "ValueError");
+    assert!(captures["raised_file"]
+        .as_str()
+        .unwrap()
+        .ends_with("incident.py"));
+    assert_eq!(captures["raised_line"], "41");
+
+    let scratch = crate::util::Scratch::new("interleaved-traceback");
+    let path = scratch.path("console.log");
+    std::fs::write(
+        &path,
+        "[rank1]: Traceback (most recent call last):\n\
+         [rank0]:   File \"/job/other.py\", line 7, in step\n\
+         [rank0]:     loss = model(batch)\n\
+         [rank1]: ValueError: bad batch\n",
+    )
+    .unwrap();
+    let (report, _) = analyze_json(&[path.to_str().unwrap()]);
+    let captures = &report["findings"][0]["captures"];
+    assert_eq!(captures["exception"], "ValueError");
+    assert!(captures.get("raised_file").is_none(), "{captures}");
+}

@@ -16,7 +16,7 @@ use coroner_ingest::{clean_line, Block, BlockReader, MAX_LINE};
 use coroner_logs::strip_rank_prefix;
 use coroner_metrics::MetricCollector;
 use coroner_model::{Context, Finding, InputError, InputKind, InputSummary};
-use coroner_rules::{Line, Match, RuleSet, Scanner};
+use coroner_rules::{Line, Match, Rule, RuleSet, Scanner};
 use std::collections::VecDeque;
 use std::io::Read;
 
@@ -51,6 +51,15 @@ impl Recent {
         slot.clear();
         slot.push_str(text);
         self.lines.push_back((number, slot));
+    }
+
+    /// The text of line `number`, when it is remembered.
+    fn get(&self, number: u64) -> Option<&str> {
+        self.lines
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == number)
+            .map(|(_, t)| t.as_str())
     }
 
     fn context(&self, number: u64) -> Context {
@@ -381,9 +390,24 @@ impl TextScan<'_> {
             Feed::OpenWindows => self.scanner.feed_open_windows(&line, &mut self.matches),
         }
         let matches = std::mem::take(&mut self.matches);
-        for m in matches {
+        for mut m in matches {
             let anchor_line = m.lines.first().map_or(number, |l| l.number);
             let recent = &self.recent;
+            if let Some(rule) = self.rules.rules().get(m.rule).filter(|r| r.looks_back()) {
+                // Lines of another rank, interleaved, are not this one's.
+                let rank = m.line_rank;
+                let before = (1..=Rule::LOOK_BACK as u64)
+                    .filter_map(|k| anchor_line.checked_sub(k))
+                    .filter_map(|n| recent.get(n))
+                    .map(strip_rank_prefix)
+                    .filter(move |p| p.rank.is_none() || rank.is_none() || p.rank == rank)
+                    .map(|p| p.rest);
+                for (name, value) in rule.capture_before(before) {
+                    if !m.captures.iter().any(|(k, _)| *k == name) {
+                        m.captures.push((name, value));
+                    }
+                }
+            }
             let slot = self
                 .table
                 .record(m, self.input, self.input_rank, |n| recent.context(n));

@@ -64,6 +64,8 @@ pub(crate) struct Pattern {
     pub window: u32,
     /// Comparisons between captures that a complete match must satisfy.
     pub when: Vec<Condition>,
+    /// Patterns for the lines just before the anchor.
+    pub before: Vec<LazyRegex>,
 }
 
 /// How a rule's regexes are compiled.
@@ -134,6 +136,7 @@ impl Rule {
         p.any
             .iter()
             .chain(&p.all)
+            .chain(&p.before)
             .filter_map(LazyRegex::get)
             .flat_map(|r| r.capture_names().flatten().map(str::to_owned))
             .collect()
@@ -142,6 +145,39 @@ impl Rule {
     /// The literals of the prefilter.
     pub fn literals(&self) -> &[String] {
         &self.pattern.literals
+    }
+
+    /// Lines the rule looks at before its anchor, for [`Rule::capture_before`].
+    pub const LOOK_BACK: usize = 2;
+
+    /// Captures of the rule's `before` patterns from `lines`, the lines just
+    /// before the anchor, nearest first (at most [`Rule::LOOK_BACK`]): for
+    /// each pattern, the nearest line it matches.
+    pub fn capture_before<'t>(
+        &self,
+        lines: impl Iterator<Item = &'t str> + Clone,
+    ) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for re in self.pattern.before.iter().filter_map(LazyRegex::get) {
+            let Some(caps) = lines
+                .clone()
+                .take(Self::LOOK_BACK)
+                .find_map(|l| re.captures(l))
+            else {
+                continue;
+            };
+            for name in re.capture_names().flatten() {
+                if let Some(m) = caps.name(name) {
+                    out.push((name.to_owned(), m.as_str().to_owned()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether the rule has patterns for the lines before its anchor.
+    pub fn looks_back(&self) -> bool {
+        !self.pattern.before.is_empty()
     }
 
     /// Whether the rule's `when` conditions hold for a complete match's
@@ -339,6 +375,7 @@ pub fn parse_rule_with(
     let any = compile(&spec.any, &mut errors);
     let all = compile(&spec.all, &mut errors);
     let not = compile(&spec.not, &mut errors);
+    let before = compile(&spec.before, &mut errors);
     let patterns_compiled = errors.is_empty() && when == Compile::Now;
     if spec.any.is_empty() && spec.all.is_empty() {
         errors.push(err(
@@ -382,6 +419,7 @@ pub fn parse_rule_with(
     let defined: BTreeSet<String> = if patterns_compiled {
         any.iter()
             .chain(&all)
+            .chain(&before)
             .filter_map(LazyRegex::get)
             .flat_map(|r| r.capture_names().flatten().map(str::to_owned))
             .collect()
@@ -495,6 +533,7 @@ pub fn parse_rule_with(
             not,
             window: spec.window,
             when,
+            before,
         },
     })
 }

@@ -70,6 +70,11 @@ pub struct MatchSpec {
     /// Comparisons between captures that must hold for a match.
     #[serde(default)]
     pub when: Vec<Spanned<String>>,
+    /// Patterns tried on the two lines just before the anchor, nearest
+    /// first; their captures are added to the match (the frame a Python
+    /// exception was raised in precedes the exception line).
+    #[serde(default)]
+    pub before: Vec<Spanned<String>>,
 }
 
 /// One `[[examples]]` entry.
