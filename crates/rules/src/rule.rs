@@ -121,8 +121,10 @@ fn build_regex(source: &str) -> Result<Regex, regex::Error> {
 impl Rule {
     /// Fills `{name}` placeholders of the message from `captures`; a
     /// placeholder whose group did not take part in the match becomes `?`.
+    /// Text between `[[` and `]]` appears only when every placeholder in it
+    /// has a value.
     pub fn render_message(&self, captures: &[(String, String)]) -> String {
-        fill_placeholders(&self.message, |name| {
+        fill_message(&self.message, |name| {
             captures
                 .iter()
                 .find(|(k, _)| k == name)
@@ -229,6 +231,28 @@ fn fill_placeholders<'a>(
         }
     }
     out.push_str(rest);
+    out
+}
+
+/// [`fill_placeholders`], keeping each `[[optional part]]` only when all of
+/// its placeholders have a value (the brackets themselves never show).
+fn fill_message<'a>(template: &str, lookup: impl Fn(&str) -> Option<&'a str>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find("[[") {
+        out.push_str(&fill_placeholders(&rest[..open], &lookup));
+        let after = &rest[open + 2..];
+        let Some(close) = after.find("]]") else {
+            out.push_str(&fill_placeholders(&rest[open..], &lookup));
+            return out;
+        };
+        let part = &after[..close];
+        if placeholders(part).iter().all(|name| lookup(name).is_some()) {
+            out.push_str(&fill_placeholders(part, &lookup));
+        }
+        rest = &after[close + 2..];
+    }
+    out.push_str(&fill_placeholders(rest, &lookup));
     out
 }
 
@@ -549,6 +573,26 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn optional_parts_show_only_with_all_their_values() {
+        let template = "{exception}: {detail}[[ (raised at {file}:{line})]]";
+        let with = fill_message(template, |k| match k {
+            "exception" => Some("ValueError"),
+            "detail" => Some("bad"),
+            "file" => Some("a.py"),
+            "line" => Some("3"),
+            _ => None,
+        });
+        assert_eq!(with, "ValueError: bad (raised at a.py:3)");
+        let without = fill_message(template, |k| match k {
+            "exception" => Some("ValueError"),
+            "detail" => Some("bad"),
+            "file" => Some("a.py"),
+            _ => None,
+        });
+        assert_eq!(without, "ValueError: bad");
+    }
 
     #[test]
     fn placeholders_are_filled_and_missing_ones_become_question_marks() {
