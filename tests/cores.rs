@@ -24,6 +24,14 @@ fn gdb_frames(text: &str) -> Vec<(String, String, u64, u64)> {
         .collect()
 }
 
+/// The rules of the findings a root cause explains.
+fn explained(root: &Value) -> Vec<&str> {
+    root["explains"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
 fn our_frames(thread: &Value) -> Vec<(String, String, u64, u64)> {
     thread["frames"]
         .as_array()
@@ -145,12 +153,7 @@ fn gpu_exception_explains_the_abort_and_the_log() {
     let root = &report["root_cause"];
     assert_eq!(root["category"], "illegal-memory-access");
     assert_eq!(root["rule"], "gpu-core-illegal-address");
-    let explains: Vec<&str> = root["explains"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let explains = explained(root);
     assert!(
         explains.contains(&"core-abort-by-cuda-driver"),
         "{explains:?}"
@@ -317,12 +320,7 @@ fn an_incident_directory_is_one_incident() {
         summary.contains("embed_forward_kernel") && summary.contains("trainer.cu:14"),
         "{summary}"
     );
-    let explains: Vec<&str> = root["explains"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let explains = explained(root);
     assert!(
         explains.contains(&"core-abort-by-cuda-driver"),
         "{explains:?}"

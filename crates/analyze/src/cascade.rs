@@ -46,13 +46,13 @@ fn cascades() -> &'static [Cascade] {
     })
 }
 
-/// Whether `cause` explains `effect` by the cascades across ranks: both
-/// ranks known and different.
-fn across_ranks(cause: &Finding, effect: &Finding) -> bool {
-    match (cause.rank, effect.rank) {
+/// Whether a finding of `category` on `rank` explains `effect` by the
+/// cascades across ranks: both ranks known and different.
+fn across_ranks(category: Category, rank: Option<u32>, effect: &Finding) -> bool {
+    match (rank, effect.rank) {
         (Some(a), Some(b)) if a != b => cascades()
             .iter()
-            .any(|c| c.causes.contains(&cause.category) && c.explains.contains(&effect.category)),
+            .any(|c| c.causes.contains(&category) && c.explains.contains(&effect.category)),
         _ => false,
     }
 }
@@ -70,17 +70,20 @@ pub(crate) fn apply(findings: &mut [Finding], rules: &RuleSet) {
         if findings[at].explained_by.is_some() {
             continue;
         }
-        let explainer = findings[at].clone();
-        let own: &[Category] = rules.get(&explainer.rule).map_or(&[], |r| &r.explains);
+        let (rule, category, rank) = {
+            let f = &findings[at];
+            (f.rule.clone(), f.category, f.rank)
+        };
+        let own: &[Category] = rules.get(&rule).map_or(&[], |r| &r.explains);
         for (i, other) in findings.iter_mut().enumerate() {
             if i != at
-                && other.rule != explainer.rule
+                && other.rule != rule
                 && other.explained_by.is_none()
                 && other.role != Role::Context
-                && (own.contains(&other.category) || across_ranks(&explainer, other))
+                && (own.contains(&other.category) || across_ranks(category, rank, other))
             {
                 other.role = Role::Symptom;
-                other.explained_by = Some(explainer.rule.clone());
+                other.explained_by = Some(rule.clone());
             }
         }
     }

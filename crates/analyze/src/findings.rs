@@ -52,13 +52,7 @@ impl FindingTable {
     /// Moves every line number `by` lines down: the table of a later part of
     /// an input counted its lines from the part's start.
     pub(crate) fn shift_lines(&mut self, by: u64) {
-        for e in &mut self.entries {
-            e.first.line += by;
-            e.order.1 += by;
-            for ev in &mut e.evidence {
-                ev.line += by;
-            }
-        }
+        self.remap_lines(|n| n + by);
     }
 
     /// Replaces every line number `n` with `to(n)`, keeping the order of

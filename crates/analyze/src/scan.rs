@@ -402,11 +402,7 @@ impl TextScan<'_> {
                     .map(strip_rank_prefix)
                     .filter(move |p| p.rank.is_none() || rank.is_none() || p.rank == rank)
                     .map(|p| p.rest);
-                for (name, value) in rule.capture_before(before) {
-                    if !m.captures.iter().any(|(k, _)| *k == name) {
-                        m.captures.push((name, value));
-                    }
-                }
+                rule.capture_before(before, &mut m.captures);
             }
             let slot = self
                 .table

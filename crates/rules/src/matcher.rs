@@ -7,7 +7,7 @@
 //! patterns have matched within the window.
 
 use crate::prefilter::Prefilter;
-use crate::rule::{LazyRegex, Rule};
+use crate::rule::{merge_captures as merge, Captures, LazyRegex, Rule};
 use crate::set::RuleSet;
 use coroner_model::InputKind;
 
@@ -267,29 +267,8 @@ fn anchor(rule: &Rule, index: usize, line: &Line<'_>) -> Option<(usize, Match, V
     ))
 }
 
-type Captures = Vec<(String, String)>;
-
 fn capture(re: &LazyRegex, line: &Line<'_>) -> Option<(Captures, (usize, usize))> {
-    let re = re.get()?;
-    let caps = re.captures(line.text)?;
-    let whole = caps.get(0)?;
-    let named = re
-        .capture_names()
-        .flatten()
-        .filter_map(|name| {
-            caps.name(name)
-                .map(|m| (name.to_owned(), m.as_str().trim().to_owned()))
-        })
-        .collect();
-    Some((named, (whole.start(), whole.end())))
-}
-
-fn merge(into: &mut Captures, from: Captures) {
-    for (k, v) in from {
-        if !into.iter().any(|(existing, _)| *existing == k) {
-            into.push((k, v));
-        }
-    }
+    re.captures(line.text)
 }
 
 fn matched_line(line: &Line<'_>, span: (usize, usize)) -> MatchedLine {

@@ -109,6 +109,35 @@ impl LazyRegex {
             .get_or_init(|| build_regex(&self.source).ok())
             .as_ref()
     }
+
+    /// The named captures (trimmed) of the first match in `text`, and the
+    /// byte range of the whole match.
+    pub(crate) fn captures(&self, text: &str) -> Option<(Captures, (usize, usize))> {
+        let re = self.get()?;
+        let caps = re.captures(text)?;
+        let whole = caps.get(0)?;
+        let named = re
+            .capture_names()
+            .flatten()
+            .filter_map(|name| {
+                caps.name(name)
+                    .map(|m| (name.to_owned(), m.as_str().trim().to_owned()))
+            })
+            .collect();
+        Some((named, (whole.start(), whole.end())))
+    }
+}
+
+/// Named captures, in pattern order.
+pub(crate) type Captures = Vec<(String, String)>;
+
+/// Adds the captures of `from` whose names `into` does not have yet.
+pub(crate) fn merge_captures(into: &mut Captures, from: Captures) {
+    for (k, v) in from {
+        if !into.iter().any(|(existing, _)| *existing == k) {
+            into.push((k, v));
+        }
+    }
 }
 
 fn build_regex(source: &str) -> Result<Regex, regex::Error> {
@@ -152,29 +181,24 @@ impl Rule {
     /// Lines the rule looks at before its anchor, for [`Rule::capture_before`].
     pub const LOOK_BACK: usize = 2;
 
-    /// Captures of the rule's `before` patterns from `lines`, the lines just
-    /// before the anchor, nearest first (at most [`Rule::LOOK_BACK`]): for
-    /// each pattern, the nearest line it matches.
+    /// Adds to `captures` those of the rule's `before` patterns on `lines`,
+    /// the lines just before the anchor, nearest first (at most
+    /// [`Rule::LOOK_BACK`]): for each pattern, the nearest line it matches.
+    /// Names already captured keep their values.
     pub fn capture_before<'t>(
         &self,
         lines: impl Iterator<Item = &'t str> + Clone,
-    ) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        for re in self.pattern.before.iter().filter_map(LazyRegex::get) {
-            let Some(caps) = lines
+        captures: &mut Vec<(String, String)>,
+    ) {
+        for re in &self.pattern.before {
+            if let Some((found, _)) = lines
                 .clone()
                 .take(Self::LOOK_BACK)
                 .find_map(|l| re.captures(l))
-            else {
-                continue;
-            };
-            for name in re.capture_names().flatten() {
-                if let Some(m) = caps.name(name) {
-                    out.push((name.to_owned(), m.as_str().to_owned()));
-                }
+            {
+                merge_captures(captures, found);
             }
         }
-        out
     }
 
     /// Whether the rule has patterns for the lines before its anchor.
