@@ -175,6 +175,22 @@ impl FindingTable {
             .collect()
     }
 
+    /// The findings as comparable text: rule, rank, count, and the lines
+    /// of the first location and of every evidence line.
+    #[cfg(test)]
+    pub(crate) fn digest(self, rules: &RuleSet) -> Vec<String> {
+        self.into_findings(rules)
+            .iter()
+            .map(|f| {
+                let lines: Vec<u64> = f.evidence.iter().map(|e| e.line).collect();
+                format!(
+                    "{} {:?} x{} @{} {lines:?} {:?}",
+                    f.rule, f.rank, f.count, f.first_seen.line, f.captures
+                )
+            })
+            .collect()
+    }
+
     /// The finding at `at` as it stands now.
     pub(crate) fn snapshot(&self, at: usize, rules: &RuleSet) -> Option<Finding> {
         self.entries.get(at).cloned()?.into_finding(rules)

@@ -2,8 +2,8 @@
 //!
 //! The fast path: the input is read in blocks of whole lines, and one
 //! search over the block and its lowercased copy
-//! ([`Scanner::next_candidate`]) jumps to the next line that may hold a
-//! rule's literal; [`Scanner::may_match`] confirms it. The lines in between are
+//! ([`Scanner::next_literal`]) jumps to the next line that holds a
+//! rule's literal. The lines in between are
 //! only counted (a SIMD newline count), never copied, decoded or matched.
 //! A line is handled one at a time (cleaned of CR and colour codes,
 //! decoded, stripped of its rank prefix, fed to the rules) when it holds a
@@ -308,13 +308,9 @@ impl TextScan<'_> {
             };
             let start = memchr::memrchr(b'\n', &bytes[pos..at]).map_or(pos, |i| pos + i + 1);
             let end = line_end(bytes, at);
-            if self.scanner.may_match(&bytes[start..end]) {
-                self.skip(&bytes[pos..start]);
-                self.remember_before(bytes, start);
-                self.handle_line(&bytes[start..end], offset + start as u64, false);
-            } else {
-                self.skip(&bytes[pos..(end + 1).min(bytes.len())]);
-            }
+            self.skip(&bytes[pos..start]);
+            self.remember_before(bytes, start);
+            self.handle_line(&bytes[start..end], offset + start as u64, false);
             pos = end + 1;
         }
     }
@@ -426,7 +422,7 @@ enum Feed {
     OpenWindows,
 }
 
-/// The next hit of each fingerprint search in a block, cached: `None`
+/// The next literal each search finds in a block, cached: `None`
 /// not searched yet, `Some(None)` no more in the block.
 #[derive(Debug, Default)]
 struct Candidates {
@@ -434,7 +430,7 @@ struct Candidates {
 }
 
 impl Candidates {
-    /// The first fingerprint hit at or after `pos`.
+    /// The start of the first literal at or after `pos`.
     fn at_or_after(
         &mut self,
         pos: usize,
@@ -446,11 +442,7 @@ impl Candidates {
         let mut first: Option<usize> = None;
         for (i, cached) in self.next.iter_mut().enumerate() {
             if cached.is_none_or(|c| c.is_some_and(|at| at < pos)) {
-                *cached = Some(
-                    scanner
-                        .next_hit(i, &text[pos..], &lowered[pos..])
-                        .map(|at| pos + at),
-                );
+                *cached = Some(scanner.next_literal(i, text, lowered, pos));
             }
             if let Some(Some(at)) = cached {
                 first = Some(first.map_or(*at, |f| f.min(*at)));
@@ -464,4 +456,86 @@ impl Candidates {
 /// `bytes`.
 fn line_end(bytes: &[u8], at: usize) -> usize {
     memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coroner_ingest::{Input, InputSource};
+    use coroner_rules::RuleSources;
+    use std::path::{Path, PathBuf};
+
+    /// The findings of `text` scanned as one log.
+    fn digest(text: &[u8], rules: &RuleSet) -> Vec<String> {
+        let input = Input {
+            display: "log".to_owned(),
+            source: InputSource::Stdin,
+            rank: None,
+            explicit: true,
+        };
+        let mut table = FindingTable::for_input(0);
+        let mut summary = InputSummary::new("log", InputKind::Log);
+        scan_text(
+            &input,
+            InputKind::Log,
+            text,
+            rules,
+            &mut table,
+            &mut summary,
+        );
+        table.digest(rules)
+    }
+
+    fn text_logs(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                text_logs(&path, out);
+            } else if path
+                .extension()
+                .is_some_and(|e| e == "log" || e == "txt" || e == "out")
+            {
+                out.push(path);
+            }
+        }
+    }
+
+    /// The fast path (a block-wide search, lines between hits only counted)
+    /// finds what handling every line finds. A colour code at the start of
+    /// a block sends all its lines through the line-by-line path, and is
+    /// cleaned away before matching.
+    #[test]
+    fn the_block_search_misses_no_line_of_any_fixture() {
+        let rules = RuleSet::load(&RuleSources {
+            builtin: true,
+            ..RuleSources::default()
+        })
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+        let mut logs = Vec::new();
+        text_logs(&root, &mut logs);
+        logs.sort();
+        assert!(
+            logs.len() > 40,
+            "{} logs under {}",
+            logs.len(),
+            root.display()
+        );
+        let mut compared = 0;
+        for path in logs {
+            let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
+            if text.len() >= 1 << 20 {
+                continue;
+            }
+            let mut every_line = b"\x1b[0m".to_vec();
+            every_line.extend_from_slice(&text);
+            let fast = digest(&text, &rules);
+            assert_eq!(fast, digest(&every_line, &rules), "{}", path.display());
+            compared += usize::from(!fast.is_empty());
+        }
+        assert!(compared > 30, "only {compared} logs with findings");
+    }
 }

@@ -153,22 +153,6 @@ mod tests {
         InputSummary::new("big.log", InputKind::Log)
     }
 
-    /// Findings as comparable text: rule, rank, count, and the lines of the
-    /// first location and of every evidence line.
-    fn digest(table: FindingTable, rules: &RuleSet) -> Vec<String> {
-        table
-            .into_findings(rules)
-            .iter()
-            .map(|f| {
-                let lines: Vec<u64> = f.evidence.iter().map(|e| e.line).collect();
-                format!(
-                    "{} {:?} x{} @{} {lines:?} {:?}",
-                    f.rule, f.rank, f.count, f.first_seen.line, f.captures
-                )
-            })
-            .collect()
-    }
-
     #[test]
     fn a_file_scanned_in_parts_gives_what_it_gives_whole() {
         let rules = RuleSet::load(&RuleSources {
@@ -231,13 +215,9 @@ mod tests {
                 &mut again,
                 &mut again_summary,
             );
-            assert_eq!(
-                digest(split, &rules),
-                digest(again, &rules),
-                "{parts} parts"
-            );
+            assert_eq!(split.digest(&rules), again.digest(&rules), "{parts} parts");
         }
         let _ = std::fs::remove_file(&path);
-        assert!(!digest(whole, &rules).is_empty());
+        assert!(!whole.digest(&rules).is_empty());
     }
 }

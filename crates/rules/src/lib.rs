@@ -23,6 +23,8 @@
     )
 )]
 
+mod block_search;
+mod buckets;
 mod condition;
 mod error;
 mod matcher;

@@ -99,19 +99,19 @@ impl<'s> Scanner<'s> {
         self.prefilter.searches().len()
     }
 
-    /// Offset of the first hit of fingerprint search `i` in a run of lines:
-    /// `text` as is, `lowered` the same text ASCII-lowercased. Where no
-    /// search hits, no line can match any rule, unless a window is open
-    /// ([`Scanner::has_pending`]); whether the line holding a hit can,
-    /// [`Scanner::may_match`] tells.
-    pub fn next_hit(&self, i: usize, text: &[u8], lowered: &[u8]) -> Option<usize> {
-        let search = self.prefilter.searches().get(i)?;
-        search.find(if search.folded { lowered } else { text })
-    }
-
-    /// Whether any rule's literal occurs in `line`.
-    pub fn may_match(&self, line: &[u8]) -> bool {
-        self.prefilter.any(line)
+    /// Start of the first rule literal that search `i` finds at or after
+    /// `from` in a run of lines: `text` as is, `lowered` the same text
+    /// ASCII-lowercased. Where no search finds one, no line from `from` on
+    /// can match any rule, unless a window is open
+    /// ([`Scanner::has_pending`]).
+    pub fn next_literal(
+        &self,
+        i: usize,
+        text: &[u8],
+        lowered: &[u8],
+        from: usize,
+    ) -> Option<usize> {
+        self.prefilter.searches().get(i)?.find(text, lowered, from)
     }
 
     /// Whether a windowed match is waiting for more lines: then every line

@@ -1,26 +1,31 @@
 //! The literal prefilter: which lines can match which rules.
 //!
 //! Two stages. Over a whole block of lines, a SIMD multi-substring search
-//! (Teddy, aho-corasick's packed searcher) looks for short *fingerprints*:
-//! four-byte pieces chosen so that every literal contains one and that
-//! ordinary log text rarely does. The literals matched ignoring case are
-//! fingerprinted and searched in the ASCII-lowercased block, the others in
-//! the block as is. Where a fingerprint occurs, the line is checked with
-//! the literals themselves (one Aho-Corasick automaton for each kind), and
-//! only the rules whose literals occur run their regexes.
+//! ([`BlockSearch`]) looks for short *fingerprints*: four-byte pieces
+//! chosen so that every literal contains one and that ordinary log text
+//! rarely does, each hit confirmed by comparing the literals that hold the
+//! fingerprint with the text around it. The literals matched ignoring case
+//! are fingerprinted and searched in the ASCII-lowercased block, the others
+//! in the block as is. On a line holding a literal, one Aho-Corasick
+//! automaton per kind of literal names the rules whose literals occur, and
+//! only those run their regexes.
 //!
 //! Fingerprints are picked by a weighted set cover: a piece shared by many
 //! literals is cheap, a piece that is common in a sample of healthy logs
 //! (`background.txt`: NCCL INFO lines, dmesg, nvidia-smi, metric lines) is
-//! dear. Teddy takes 64 fingerprints a pass; past three passes the block
-//! search is one Aho-Corasick DFA over the fingerprints, whose speed
-//! barely depends on how many there are.
+//! dear, and every piece costs a little more until the cover fits one Teddy
+//! pass of 64 fingerprints (one pass with a few more hits to confirm is far
+//! cheaper than two). Past three passes the block search is one
+//! Aho-Corasick DFA over the fingerprints, whose speed barely depends on how
+//! many there are.
 
+use crate::block_search::{BlockSearch, Literal, TEDDY_MAX};
+use crate::buckets::NibbleShares;
 use crate::rule::Rule;
-use aho_corasick::packed;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use coroner_model::InputKind;
-use std::collections::{HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 /// A sample of ordinary log text, to tell common byte sequences from rare
 /// ones.
@@ -29,8 +34,6 @@ const BACKGROUND: &str = include_str!("background.txt");
 const FINGERPRINT_LEN: usize = 4;
 /// Exact-case literals at most this long are searched with their case.
 const SHORT_EXACT: usize = 4;
-/// Most fingerprints one Teddy searcher takes.
-const TEDDY_MAX: usize = 64;
 
 /// The literal prefilter of a rule set: one Aho-Corasick automaton for
 /// the literals matched ignoring ASCII case, one for those matched exactly.
@@ -39,72 +42,6 @@ pub(crate) struct Prefilter {
     groups: Vec<LiteralGroup>,
     /// The block-wide fingerprint searches.
     searches: Vec<BlockSearch>,
-}
-
-/// One block-wide fingerprint search.
-#[derive(Debug)]
-pub(crate) struct BlockSearch {
-    engine: Engine,
-    /// Searches the lowercased text (fingerprints of case-insensitive
-    /// literals) rather than the text as is.
-    pub(crate) folded: bool,
-}
-
-#[derive(Debug)]
-enum Engine {
-    Teddy(packed::Searcher),
-    Dfa(AhoCorasick),
-}
-
-/// Teddy searchers used at most for one kind of literal; past that many
-/// fingerprints, one DFA is faster than so many passes.
-const TEDDY_PASSES: usize = 3;
-
-impl BlockSearch {
-    /// Searches for `prints`: Teddy, in passes of up to 64 fingerprints,
-    /// or one DFA when there are too many.
-    fn build(prints: &[Vec<u8>], folded: bool) -> Vec<BlockSearch> {
-        if prints.is_empty() {
-            return Vec::new();
-        }
-        if prints.len() <= TEDDY_MAX * TEDDY_PASSES {
-            let teddies: Option<Vec<BlockSearch>> = prints
-                .chunks(TEDDY_MAX)
-                .map(|chunk| {
-                    let mut builder = packed::Config::new()
-                        .match_kind(packed::MatchKind::LeftmostFirst)
-                        .builder();
-                    builder.extend(chunk);
-                    builder.build().map(|s| BlockSearch {
-                        engine: Engine::Teddy(s),
-                        folded,
-                    })
-                })
-                .collect();
-            if let Some(teddies) = teddies {
-                return teddies;
-            }
-        }
-        AhoCorasickBuilder::new()
-            .kind(Some(AhoCorasickKind::DFA))
-            .match_kind(MatchKind::Standard)
-            .build(prints)
-            .ok()
-            .map(|ac| BlockSearch {
-                engine: Engine::Dfa(ac),
-                folded,
-            })
-            .into_iter()
-            .collect()
-    }
-
-    /// Offset of the first fingerprint in `haystack`.
-    pub(crate) fn find(&self, haystack: &[u8]) -> Option<usize> {
-        match &self.engine {
-            Engine::Teddy(s) => s.find(haystack).map(|m| m.start()),
-            Engine::Dfa(ac) => ac.find(haystack).map(|m| m.start()),
-        }
-    }
 }
 
 /// Literals searched with one automaton.
@@ -166,7 +103,7 @@ impl Prefilter {
         // for a case-folded fingerprint to stay rare (the line is then
         // checked exactly); only short exact ones (`inf` must not match
         // `INFO`) get a search of their own over the text as is.
-        let literals = |folded: bool| -> Vec<Vec<u8>> {
+        let literals = |folded: bool| -> Vec<Literal> {
             rules
                 .iter()
                 .filter(|r| r.applies_to(kind))
@@ -176,25 +113,43 @@ impl Prefilter {
                         .map(move |l| (r.pattern.literals_match_case, l))
                 })
                 .filter(|(exact, l)| folded == (!exact || l.len() > SHORT_EXACT))
-                .map(|(_, l)| {
-                    if folded {
-                        l.to_ascii_lowercase().into_bytes()
-                    } else {
+                .map(|(exact, l)| Literal {
+                    bytes: if exact {
                         l.as_bytes().to_vec()
-                    }
+                    } else {
+                        l.to_ascii_lowercase().into_bytes()
+                    },
+                    exact,
                 })
                 .collect()
         };
-        let background = BACKGROUND.as_bytes();
-        let folded_background = BACKGROUND.to_ascii_lowercase();
-        let mut searches = BlockSearch::build(
-            &fingerprints(&literals(true), folded_background.as_bytes()),
-            true,
-        );
-        searches.extend(BlockSearch::build(
-            &fingerprints(&literals(false), background),
-            false,
-        ));
+        let mut searches = Vec::new();
+        for folded in [true, false] {
+            let literals = literals(folded);
+            let background = if folded {
+                BACKGROUND.to_ascii_lowercase().into_bytes()
+            } else {
+                BACKGROUND.as_bytes().to_vec()
+            };
+            // What each search looks for: the lowercased literals, or the
+            // short exact ones as they are.
+            let searched: Vec<Vec<u8>> = literals
+                .iter()
+                .map(|l| {
+                    if folded {
+                        l.bytes.to_ascii_lowercase()
+                    } else {
+                        l.bytes.clone()
+                    }
+                })
+                .collect();
+            searches.extend(BlockSearch::build(
+                &fingerprints(&searched, &background),
+                &literals,
+                folded,
+                &NibbleShares::new(&background),
+            ));
+        }
         Prefilter { groups, searches }
     }
 
@@ -233,67 +188,129 @@ impl Prefilter {
     }
 }
 
-/// Fingerprints covering every literal: a greedy weighted set cover over
-/// the literals' four-byte pieces (a literal shorter than that is its own
-/// piece), preferring pieces shared by many literals and rare in
-/// `background`.
+/// Extra cost of each fingerprint, tried in turn until the cover fits one
+/// Teddy searcher: the higher, the more a piece shared by many literals is
+/// preferred to rarer ones. One pass over a block with a few more hits to
+/// check costs far less than a second pass (measured on a 1 GB training
+/// log: 58 fingerprints in one pass search it twice as fast as the 115
+/// rarest in two).
+const PRINT_COSTS: [u64; 6] = [0, 250, 500, 1000, 2000, 4000];
+
+/// Fingerprints covering every literal: the cheapest cover, of those made
+/// with each of [`PRINT_COSTS`], that one Teddy searcher takes, or the
+/// cover made without extra cost when none does.
 fn fingerprints(literals: &[Vec<u8>], background: &[u8]) -> Vec<Vec<u8>> {
-    let mut counts: HashMap<&[u8], u32> = HashMap::new();
-    for w in background.windows(FINGERPRINT_LEN) {
-        *counts.entry(w).or_insert(0) += 1;
+    let pieces = Pieces::new(literals, background);
+    let mut covers = PRINT_COSTS.iter().map(|&extra| pieces.cover(extra));
+    let rarest = covers.next().unwrap_or_default();
+    if rarest.len() <= TEDDY_MAX {
+        return rarest;
     }
-    let count = |piece: &[u8]| -> u32 {
-        if piece.len() == FINGERPRINT_LEN {
-            counts.get(piece).copied().unwrap_or(0)
-        } else {
-            let n = background
-                .windows(piece.len())
-                .filter(|w| *w == piece)
-                .count();
-            u32::try_from(n).unwrap_or(u32::MAX)
-        }
-    };
-    // For every candidate piece, the literals that contain it.
-    let mut covers: HashMap<&[u8], Vec<usize>> = HashMap::new();
-    for (i, lit) in literals.iter().enumerate() {
-        let pieces: HashSet<&[u8]> = if lit.len() <= FINGERPRINT_LEN {
-            std::iter::once(lit.as_slice()).collect()
-        } else {
-            lit.windows(FINGERPRINT_LEN).collect()
+    covers.find(|c| c.len() <= TEDDY_MAX).unwrap_or(rarest)
+}
+
+/// The literals' four-byte pieces (a literal shorter than that is its own
+/// piece), each with its cost and the literals holding it.
+struct Pieces<'l> {
+    /// Sorted by piece, for a deterministic choice between equals.
+    pieces: Vec<(&'l [u8], u64, Vec<usize>)>,
+    literals: usize,
+}
+
+impl<'l> Pieces<'l> {
+    fn new(literals: &'l [Vec<u8>], background: &[u8]) -> Pieces<'l> {
+        // The background's four-byte windows, sorted: a piece's count is
+        // the length of its run.
+        let mut windows: Vec<[u8; FINGERPRINT_LEN]> = background
+            .windows(FINGERPRINT_LEN)
+            .filter_map(|w| w.try_into().ok())
+            .collect();
+        windows.sort_unstable();
+        let count = |piece: &[u8]| -> u32 {
+            if let Ok(key) = <[u8; FINGERPRINT_LEN]>::try_from(piece) {
+                let from = windows.partition_point(|w| *w < key);
+                let to = windows.partition_point(|w| *w <= key);
+                u32::try_from(to - from).unwrap_or(u32::MAX)
+            } else {
+                let n = background
+                    .windows(piece.len())
+                    .filter(|w| *w == piece)
+                    .count();
+                u32::try_from(n).unwrap_or(u32::MAX)
+            }
         };
-        for p in pieces {
-            covers.entry(p).or_default().push(i);
-        }
-    }
-    let mut candidates: Vec<(&[u8], u64, Vec<usize>)> = covers
-        .into_iter()
-        .map(|(p, lits)| (p, u64::from(count(p)) * 100 + commonness(p), lits))
-        .collect();
-    candidates.sort_by(|a, b| a.0.cmp(b.0));
-    let mut covered = vec![false; literals.len()];
-    let mut left = literals.len();
-    let mut chosen = Vec::new();
-    while left > 0 {
-        let best = candidates
-            .iter()
-            .filter_map(|(p, cost, lits)| {
-                let new = lits
-                    .iter()
-                    .filter(|&&l| covered.get(l) == Some(&false))
-                    .count() as u64;
-                (new > 0).then(|| (*p, cost * 1000 / new, lits))
-            })
-            .min_by_key(|(_, score, _)| *score);
-        let Some((piece, _, lits)) = best else { break };
-        for &l in lits {
-            if let Some(done @ false) = covered.get_mut(l) {
-                *done = true;
-                left -= 1;
+        let mut holders: HashMap<&[u8], Vec<usize>> = HashMap::new();
+        for (i, lit) in literals.iter().enumerate() {
+            let pieces: HashSet<&[u8]> = if lit.len() <= FINGERPRINT_LEN {
+                std::iter::once(lit.as_slice()).collect()
+            } else {
+                lit.windows(FINGERPRINT_LEN).collect()
+            };
+            for p in pieces {
+                holders.entry(p).or_default().push(i);
             }
         }
-        chosen.push(piece.to_vec());
+        let mut pieces: Vec<(&[u8], u64, Vec<usize>)> = holders
+            .into_iter()
+            .map(|(p, lits)| (p, u64::from(count(p)) * 100 + commonness(p), lits))
+            .collect();
+        pieces.sort_by(|a, b| a.0.cmp(b.0));
+        Pieces {
+            pieces,
+            literals: literals.len(),
+        }
     }
-    chosen
+
+    /// A greedy weighted set cover of the literals, preferring pieces
+    /// shared by many literals and rare in the background; every piece
+    /// chosen costs `extra` more.
+    fn cover(&self, extra: u64) -> Vec<Vec<u8>> {
+        let mut covered = vec![false; self.literals];
+        let mut left = self.literals;
+        let mut chosen = Vec::new();
+        let score = |(cost, lits): (u64, &Vec<usize>), covered: &[bool]| -> Option<u64> {
+            let new = lits
+                .iter()
+                .filter(|&&l| covered.get(l) == Some(&false))
+                .count() as u64;
+            (new > 0).then(|| (cost + extra) * 1000 / new)
+        };
+        // Lazy greedy: a piece's score only grows as literals get covered,
+        // so a score from an earlier round is a lower bound; the best piece
+        // is the first whose fresh score is still the least. Ties go to the
+        // first piece in sorted order.
+        let mut queue: BinaryHeap<Reverse<(u64, usize)>> = self
+            .pieces
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, cost, lits))| {
+                score((*cost, lits), &covered).map(|s| Reverse((s, i)))
+            })
+            .collect();
+        while left > 0 {
+            let Some(Reverse((old, i))) = queue.pop() else {
+                break;
+            };
+            let Some((piece, cost, lits)) = self.pieces.get(i) else {
+                break;
+            };
+            let Some(fresh) = score((*cost, lits), &covered) else {
+                continue;
+            };
+            if fresh > old {
+                queue.push(Reverse((fresh, i)));
+                continue;
+            }
+            for &l in lits {
+                if let Some(done @ false) = covered.get_mut(l) {
+                    *done = true;
+                    left -= 1;
+                }
+            }
+            chosen.push(piece.to_vec());
+        }
+        chosen
+    }
 }
 
 /// How common the bytes of a piece are in log text, roughly: a tie-break

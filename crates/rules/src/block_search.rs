@@ -1,0 +1,278 @@
+//! The block-wide search for rule literals.
+//!
+//! A SIMD multi-substring search (Teddy, aho-corasick's packed searcher)
+//! runs over a whole block of lines looking for *fingerprints*, short
+//! pieces of the literals. Where one occurs, the literals holding it are
+//! compared with the text around it, byte for byte; only a confirmed
+//! literal stops the search. So a fingerprint that is common in some log
+//! (`s no`, from every "is not" and "was not") costs a few byte
+//! comparisons per occurrence, not a look at the whole line.
+
+use crate::buckets::{order_for_buckets, NibbleShares};
+use aho_corasick::packed;
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Input, MatchKind};
+
+/// Most fingerprints one Teddy searcher takes.
+pub(crate) const TEDDY_MAX: usize = 64;
+/// Teddy searchers used at most for one kind of literal; past that many
+/// fingerprints, one DFA is faster than so many passes.
+const TEDDY_PASSES: usize = 3;
+
+/// A literal to confirm.
+#[derive(Debug, Clone)]
+pub(crate) struct Literal {
+    /// Its bytes: ASCII-lowercased when `exact` is false.
+    pub bytes: Vec<u8>,
+    /// Compared with the text's case, not ignoring it.
+    pub exact: bool,
+}
+
+impl Literal {
+    /// Whether the literal occurs at `start` (`text` as is, `lowered` the
+    /// same text ASCII-lowercased).
+    fn occurs_at(&self, start: usize, text: &[u8], lowered: &[u8]) -> bool {
+        let haystack = if self.exact { text } else { lowered };
+        haystack
+            .get(start..start + self.bytes.len())
+            .is_some_and(|t| t == self.bytes.as_slice())
+    }
+}
+
+/// One block-wide search.
+#[derive(Debug)]
+pub(crate) struct BlockSearch {
+    engine: Engine,
+    /// Searches the lowercased text rather than the text as is.
+    folded: bool,
+    /// The fingerprints, by pattern id.
+    prints: Vec<Vec<u8>>,
+    /// For each fingerprint, the literals holding it, with the offset of
+    /// every occurrence of the fingerprint in each.
+    holders: Vec<Vec<(usize, usize)>>,
+    /// The fingerprints shorter than the longest: Teddy reports one
+    /// fingerprint per position, so at a hit these may start there too.
+    short: Vec<usize>,
+    literals: Vec<Literal>,
+}
+
+#[derive(Debug)]
+enum Engine {
+    Teddy(packed::Searcher),
+    Dfa(AhoCorasick),
+}
+
+impl BlockSearch {
+    /// Searches for `prints`, each confirmed against the `literals` holding
+    /// it (`folded`: in the lowercased text): Teddy, in passes of up to 64
+    /// fingerprints, or one DFA when there are too many.
+    pub(crate) fn build(
+        prints: &[Vec<u8>],
+        literals: &[Literal],
+        folded: bool,
+        shares: &NibbleShares,
+    ) -> Vec<BlockSearch> {
+        if prints.is_empty() {
+            return Vec::new();
+        }
+        let search = |engine: Engine, prints: Vec<Vec<u8>>| {
+            BlockSearch::new(engine, prints, literals.to_vec(), folded)
+        };
+        if prints.len() <= TEDDY_MAX * TEDDY_PASSES {
+            let teddies: Option<Vec<BlockSearch>> = prints
+                .chunks(TEDDY_MAX)
+                .map(|chunk| {
+                    let ordered = order_for_buckets(chunk, shares);
+                    let mut builder = packed::Config::new()
+                        .match_kind(packed::MatchKind::LeftmostFirst)
+                        .builder();
+                    builder.extend(&ordered);
+                    builder
+                        .build()
+                        .map(|s| search(Engine::Teddy(s), ordered.clone()))
+                })
+                .collect();
+            if let Some(teddies) = teddies {
+                return teddies;
+            }
+        }
+        AhoCorasickBuilder::new()
+            .kind(Some(AhoCorasickKind::DFA))
+            .match_kind(MatchKind::Standard)
+            .build(prints)
+            .ok()
+            .map(|ac| search(Engine::Dfa(ac), prints.to_vec()))
+            .into_iter()
+            .collect()
+    }
+
+    fn new(
+        engine: Engine,
+        prints: Vec<Vec<u8>>,
+        literals: Vec<Literal>,
+        folded: bool,
+    ) -> BlockSearch {
+        let holders = prints
+            .iter()
+            .map(|p| {
+                let mut at = Vec::new();
+                for (l, lit) in literals.iter().enumerate() {
+                    let bytes = if folded && lit.exact {
+                        lit.bytes.to_ascii_lowercase()
+                    } else {
+                        lit.bytes.clone()
+                    };
+                    for (offset, w) in bytes.windows(p.len()).enumerate() {
+                        if w == p.as_slice() {
+                            at.push((l, offset));
+                        }
+                    }
+                }
+                at
+            })
+            .collect();
+        let longest = prints.iter().map(Vec::len).max().unwrap_or(0);
+        let short = prints
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.len() < longest)
+            .map(|(i, _)| i)
+            .collect();
+        BlockSearch {
+            engine,
+            folded,
+            prints,
+            holders,
+            short,
+            literals,
+        }
+    }
+
+    /// Start of the first literal at or after `from` in `text`
+    /// (`lowered`: the same text ASCII-lowercased); `None` when there is
+    /// none. A literal starting before `from` is not reported.
+    pub(crate) fn find(&self, text: &[u8], lowered: &[u8], from: usize) -> Option<usize> {
+        let haystack = if self.folded { lowered } else { text };
+        let mut pos = from;
+        match &self.engine {
+            Engine::Teddy(s) => {
+                while pos < haystack.len() {
+                    let m = s.find_in(haystack, aho_corasick::Span::from(pos..haystack.len()))?;
+                    let at = m.start();
+                    let reported = std::iter::once(m.pattern().as_usize());
+                    let also = self.short.iter().copied().filter(|&p| {
+                        let print = self.prints.get(p).map_or(&[][..], Vec::as_slice);
+                        haystack.get(at..).is_some_and(|h| h.starts_with(print))
+                    });
+                    if let Some(start) = reported
+                        .chain(also)
+                        .find_map(|p| self.confirm(p, at, from, text, lowered))
+                    {
+                        return Some(start);
+                    }
+                    pos = at + 1;
+                }
+                None
+            }
+            Engine::Dfa(ac) => {
+                // Overlapping matches, in order of their ends: every
+                // occurrence of every fingerprint is seen.
+                let input = Input::new(haystack).range(from..);
+                ac.find_overlapping_iter(input).find_map(|m| {
+                    self.confirm(m.pattern().as_usize(), m.start(), from, text, lowered)
+                })
+            }
+        }
+    }
+
+    /// Start of a literal holding fingerprint `print` found at `at`, when
+    /// one occurs there and starts at or after `from`.
+    fn confirm(
+        &self,
+        print: usize,
+        at: usize,
+        from: usize,
+        text: &[u8],
+        lowered: &[u8],
+    ) -> Option<usize> {
+        self.holders.get(print)?.iter().find_map(|&(l, offset)| {
+            let start = at.checked_sub(offset).filter(|&s| s >= from)?;
+            self.literals
+                .get(l)
+                .filter(|lit| lit.occurs_at(start, text, lowered))
+                .map(|_| start)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn search(literals: &[(&str, bool)], prints: &[&str]) -> Vec<BlockSearch> {
+        let literals: Vec<Literal> = literals
+            .iter()
+            .map(|&(s, exact)| Literal {
+                bytes: if exact {
+                    s.as_bytes().to_vec()
+                } else {
+                    s.to_ascii_lowercase().into_bytes()
+                },
+                exact,
+            })
+            .collect();
+        let prints: Vec<Vec<u8>> = prints.iter().map(|p| p.as_bytes().to_vec()).collect();
+        BlockSearch::build(
+            &prints,
+            &literals,
+            true,
+            &NibbleShares::new(b"step 1 loss 0.5"),
+        )
+    }
+
+    fn first(searches: &[BlockSearch], text: &str, from: usize) -> Option<usize> {
+        let lowered = text.to_ascii_lowercase();
+        searches
+            .iter()
+            .filter_map(|s| s.find(text.as_bytes(), lowered.as_bytes(), from))
+            .min()
+    }
+
+    #[test]
+    fn a_fingerprint_outside_its_literals_is_passed_over() {
+        let s = search(&[("is not supported", false)], &["s no"]);
+        let text = "this is noise\nfeature Is Not Supported here\n";
+        assert_eq!(first(&s, text, 0), text.find("Is Not"));
+        assert_eq!(first(&s, "this is noise, twice: is no\n", 0), None);
+    }
+
+    #[test]
+    fn exact_literals_keep_their_case() {
+        let s = search(&[("Init COMPLETE", true)], &["it c"]);
+        assert_eq!(first(&s, "init complete\n", 0), None);
+        assert_eq!(first(&s, "x Init COMPLETE\n", 0), Some(2));
+    }
+
+    #[test]
+    fn a_literal_before_the_start_is_not_reported() {
+        let s = search(&[("out of memory", false)], &["of m"]);
+        let text = "out of memory\nok\nout of memory\n";
+        assert_eq!(first(&s, text, 1), Some(17));
+    }
+
+    #[test]
+    fn a_short_fingerprint_at_the_same_place_as_a_long_one_is_checked() {
+        let s = search(&[("xid", false), ("xidle", false)], &["xidl", "xid"]);
+        assert_eq!(first(&s, "NVRM: Xid 79\n", 0), Some(6));
+        assert_eq!(first(&s, "Xidle\n", 0), Some(0));
+    }
+
+    #[test]
+    fn many_fingerprints_use_one_automaton() {
+        let words: Vec<String> = (0..300).map(|i| format!("w{i:03}x")).collect();
+        let literals: Vec<(&str, bool)> = words.iter().map(|w| (w.as_str(), false)).collect();
+        let prints: Vec<&str> = words.iter().map(String::as_str).collect();
+        let s = search(&literals, &prints);
+        assert_eq!(s.len(), 1);
+        assert_eq!(first(&s, "a w1x w299x\n", 0), Some(6));
+    }
+}
