@@ -8,4 +8,5 @@ mod fixtures;
 mod hostile;
 mod knowledge;
 mod rules;
+mod tracebacks;
 mod util;

@@ -1,7 +1,7 @@
 //! Collapsing matches into findings: one per rule and rank, with a count,
 //! the first location, a few evidence lines and the first captures.
 
-use coroner_model::{Context, Evidence, Finding, Location};
+use coroner_model::{Context, Evidence, Finding, Location, Traceback};
 use coroner_rules::{Match, RuleSet};
 use std::collections::HashMap;
 
@@ -19,6 +19,7 @@ struct Entry {
     order: (usize, u64),
     evidence: Vec<Evidence>,
     captures: Vec<(String, String)>,
+    traceback: Option<Traceback>,
 }
 
 /// Findings under construction: one input's, or (merged) an incident's.
@@ -64,6 +65,22 @@ impl FindingTable {
             for ev in &mut e.evidence {
                 ev.line = to(ev.line);
             }
+            let exceptions = e.traceback.iter_mut().flat_map(|t| &mut t.exceptions);
+            for exception in exceptions {
+                exception.line = to(exception.line);
+            }
+        }
+    }
+
+    /// Gives each finding whose first match is the exception line of one
+    /// of `tracebacks` (read from the same lines) that traceback.
+    pub(crate) fn attach_tracebacks(&mut self, tracebacks: &[Traceback]) {
+        for entry in self.entries.iter_mut().filter(|e| e.traceback.is_none()) {
+            let line = entry.first.line;
+            entry.traceback = tracebacks
+                .iter()
+                .find(|t| t.exceptions.iter().any(|e| e.line == line))
+                .cloned();
         }
     }
 
@@ -121,6 +138,7 @@ impl FindingTable {
                     order: (self.input, anchor.number),
                     evidence: Vec::new(),
                     captures: m.captures.clone(),
+                    traceback: None,
                 });
                 self.index.insert(key, self.entries.len() - 1);
                 self.entries.len() - 1
@@ -175,16 +193,23 @@ impl FindingTable {
             .collect()
     }
 
-    /// The findings as comparable text: rule, rank, count, and the lines
-    /// of the first location and of every evidence line.
+    /// The findings as comparable text: rule, rank, count, the lines of
+    /// the first location and of every evidence line, and the exception
+    /// lines and frame counts of the traceback.
     #[cfg(test)]
     pub(crate) fn digest(self, rules: &RuleSet) -> Vec<String> {
         self.into_findings(rules)
             .iter()
             .map(|f| {
                 let lines: Vec<u64> = f.evidence.iter().map(|e| e.line).collect();
+                let traceback: Vec<(u64, usize)> = f
+                    .traceback
+                    .iter()
+                    .flat_map(|t| &t.exceptions)
+                    .map(|e| (e.line, e.frames.len()))
+                    .collect();
                 format!(
-                    "{} {:?} x{} @{} {lines:?} {:?}",
+                    "{} {:?} x{} @{} {lines:?} {:?} {traceback:?}",
                     f.rule, f.rank, f.count, f.first_seen.line, f.captures
                 )
             })
@@ -215,6 +240,7 @@ impl Entry {
             remediation: rule.remediation.clone(),
             references: rule.references.clone(),
             explained_by: None,
+            traceback: self.traceback,
         })
     }
 }

@@ -10,6 +10,7 @@
 
 mod binaries;
 mod cascade;
+mod chains;
 mod core_text;
 mod cores;
 mod devices;
@@ -107,6 +108,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     cascade::drop_superseded(&mut findings, rules);
     devices::attribute_ranks(&mut findings);
     findings.retain(|f| rules.get(&f.rule).is_none_or(|r| !r.internal));
+    chains::apply(&mut findings);
     cascade::apply(&mut findings, rules);
     let (root_cause, findings) = root_cause::choose(findings, &inputs);
     let stats = Stats {

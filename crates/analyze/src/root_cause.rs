@@ -164,6 +164,7 @@ mod tests {
             remediation: Vec::new(),
             references: Vec::new(),
             explained_by: None,
+            traceback: None,
         }
     }
 

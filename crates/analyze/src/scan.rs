@@ -8,12 +8,12 @@
 //! A line is handled one at a time (cleaned of CR and colour codes,
 //! decoded, stripped of its rank prefix, fed to the rules) when it holds a
 //! literal, while a rule's window is open, while evidence still wants the
-//! lines after it, and in blocks holding ANSI escapes (which can split a
-//! literal).
+//! lines after it, while a Python traceback is being read, and in blocks
+//! holding ANSI escapes (which can split a literal).
 
 use crate::findings::{cap_chars, EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use coroner_ingest::{clean_line, Block, BlockReader, MAX_LINE};
-use coroner_logs::strip_rank_prefix;
+use coroner_logs::{strip_rank_prefix, RankedTraceback, TracebackReader};
 use coroner_metrics::MetricCollector;
 use coroner_model::{Context, Finding, InputError, InputKind, InputSummary};
 use coroner_rules::{Line, Match, Rule, RuleSet, Scanner};
@@ -95,6 +95,8 @@ struct TextScan<'a> {
     line: u64,
     truncated: u64,
     metrics: MetricCollector,
+    tracebacks: TracebackReader,
+    read_tracebacks: Vec<RankedTraceback>,
 }
 
 /// Scans one text input into `table`, filling `summary`'s byte and line
@@ -167,6 +169,8 @@ pub(crate) fn scan_part(
         line: 0,
         truncated: 0,
         metrics: MetricCollector::new(),
+        tracebacks: TracebackReader::new(),
+        read_tracebacks: Vec::new(),
     };
     loop {
         match blocks.next_block() {
@@ -190,6 +194,13 @@ pub(crate) fn scan_part(
         scan.finish_open(after, part.offset + blocks.offset());
     }
     scan.scanner.finish();
+    scan.tracebacks.finish(&mut scan.read_tracebacks);
+    let tracebacks: Vec<_> = scan
+        .read_tracebacks
+        .drain(..)
+        .map(|t| t.traceback)
+        .collect();
+    scan.table.attach_tracebacks(&tracebacks);
     if scan.truncated > 0 {
         summary.notes.push(format!(
             "{} line(s) longer than {} MiB were truncated for matching",
@@ -215,7 +226,7 @@ impl TextScan<'_> {
     /// Whether every line must be looked at: a rule window or an evidence
     /// context is open.
     fn waiting(&self) -> bool {
-        self.scanner.has_pending() || !self.open_after.is_empty()
+        self.scanner.has_pending() || !self.open_after.is_empty() || self.tracebacks.is_open()
     }
 
     /// Feeds the lines after a part to the windows and evidence contexts
@@ -371,6 +382,13 @@ impl TextScan<'_> {
             .retain(|&slot| table.add_after(slot, &text, CONTEXT_LINES));
         self.recent.push(number, &text);
         let prefixed = strip_rank_prefix(&text);
+        self.tracebacks.feed(
+            prefixed.rest,
+            prefixed.rank.or(self.input_rank),
+            number,
+            feed == Feed::All,
+            &mut self.read_tracebacks,
+        );
         if feed == Feed::All && self.scanner.is_quiet(prefixed.rest) {
             return;
         }

@@ -3,6 +3,8 @@
 //! [`strip_rank_prefix`] removes the prefixes launchers put in front of
 //! every line of a rank's output (`[rank3]:` from PyTorch,
 //! `[default3]:` from `torchrun --tee`) and reports the rank they name.
+//! [`TracebackReader`] reads Python tracebacks, chained ones included, into
+//! their exceptions and frames.
 #![forbid(unsafe_code)]
 // Inputs are untrusted: no panicking shortcuts on the bytes they hold.
 #![cfg_attr(
@@ -16,5 +18,7 @@
 )]
 
 mod prefix;
+mod traceback;
 
 pub use prefix::{strip_rank_prefix, Prefixed};
+pub use traceback::{RankedTraceback, TracebackReader};

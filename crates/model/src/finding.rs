@@ -72,4 +72,8 @@ pub struct Finding {
     /// incident holds one whose rule `explains` this category.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explained_by: Option<String>,
+    /// The Python traceback whose exception line is the finding's first
+    /// match, read into its exceptions and frames.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceback: Option<crate::Traceback>,
 }

@@ -13,6 +13,7 @@ mod dump;
 mod finding;
 mod report;
 mod severity;
+mod traceback;
 
 pub use category::{Category, UnknownCategory};
 pub use dump::{
@@ -22,6 +23,7 @@ pub use dump::{
 pub use finding::{Context, Evidence, Finding, Location};
 pub use report::{InputError, InputKind, InputSummary, Report, RootCause, Stats, Tool};
 pub use severity::{Role, Severity, UnknownSeverity};
+pub use traceback::{ChainLink, PyException, PyFrame, Traceback};
 
 /// Version of the JSON report layout; bumped only for incompatible changes.
 pub const SCHEMA_VERSION: u32 = 1;

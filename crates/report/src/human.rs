@@ -1,7 +1,8 @@
 //! The terminal report.
 //!
 //! Root cause first (a miette diagnostic showing the evidence line in its
-//! context, numbered as in the input), then what to do, then the other
+//! context, numbered as in the input, and the Python traceback it ends),
+//! then what to do, then the other
 //! findings one block each, then what was read.
 
 use crate::snippet::Snippet;
@@ -33,6 +34,17 @@ pub fn render(report: &Report, style: Style) -> String {
             &FindingDiagnostic::new(finding, style.width),
             style,
         ));
+        if let Some(traceback) = &finding.traceback {
+            let heading = match finding.rank {
+                Some(rank) => format!("Python traceback (rank {rank}):"),
+                None => "Python traceback:".to_owned(),
+            };
+            out.push_str(&crate::traceback_section::render(
+                traceback,
+                &paint.bold(&heading),
+                style.width,
+            ));
+        }
         if !root.remediation.is_empty() {
             let _ = writeln!(out, "\n{}", paint.bold("What to do:"));
             for (i, step) in root.remediation.iter().enumerate() {

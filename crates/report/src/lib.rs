@@ -27,6 +27,7 @@ pub mod junit;
 pub mod markdown;
 pub mod sarif;
 mod snippet;
+mod traceback_section;
 
 use coroner_model::{Category, Finding, Report};
 use std::path::{Component, Path, PathBuf};

@@ -1,0 +1,47 @@
+//! Exceptions chained in one Python traceback.
+//!
+//! Python prints a chain when an exception is raised from another (`raise
+//! ... from e`: "the direct cause of the following exception") or while
+//! another is being handled ("during handling of the above exception").
+//! The first exception of the chain is the original failure; the later
+//! ones wrap it or are failures of its handler. So when the finding of a
+//! later exception and the finding of an earlier one of the same chain are
+//! both in the report, the later is a consequence of the earlier.
+
+use coroner_model::{Finding, Role, Severity};
+
+/// Marks each finding whose traceback chain holds an earlier exception
+/// that another finding (of error severity, a cause, from the same input)
+/// was first seen at: the later becomes a symptom explained by the earliest
+/// such finding.
+pub(crate) fn apply(findings: &mut [Finding]) {
+    for at in 0..findings.len() {
+        let explainer = {
+            let later = &findings[at];
+            let Some(traceback) = &later.traceback else {
+                continue;
+            };
+            if later.explained_by.is_some() {
+                continue;
+            }
+            let own_line = later.first_seen.line;
+            traceback
+                .exceptions
+                .iter()
+                .take_while(|e| e.line != own_line)
+                .find_map(|earlier| {
+                    findings.iter().find(|f| {
+                        f.first_seen.input == later.first_seen.input
+                            && f.first_seen.line == earlier.line
+                            && f.role == Role::Cause
+                            && f.severity >= Severity::Error
+                    })
+                })
+                .map(|f| f.rule.clone())
+        };
+        if let (Some(rule), Some(later)) = (explainer, findings.get_mut(at)) {
+            later.role = Role::Symptom;
+            later.explained_by = Some(rule);
+        }
+    }
+}
