@@ -10,3 +10,4 @@ mod knowledge;
 mod rules;
 mod tracebacks;
 mod util;
+mod versions;

@@ -72,6 +72,16 @@ impl FindingTable {
         }
     }
 
+    /// Places every finding where `at` is and gives it `evidence`: the
+    /// table of text coroner wrote about those lines.
+    pub(crate) fn place_at(&mut self, at: &Location, evidence: &[Evidence]) {
+        for e in &mut self.entries {
+            e.first = at.clone();
+            e.order.1 = at.line;
+            e.evidence = evidence.to_vec();
+        }
+    }
+
     /// Gives each finding whose first match is the exception line of one
     /// of `tracebacks` (read from the same lines) that traceback.
     pub(crate) fn attach_tracebacks(&mut self, tracebacks: &[Traceback]) {
@@ -219,6 +229,19 @@ impl FindingTable {
     /// The finding at `at` as it stands now.
     pub(crate) fn snapshot(&self, at: usize, rules: &RuleSet) -> Option<Finding> {
         self.entries.get(at).cloned()?.into_finding(rules)
+    }
+
+    /// The findings of rule `id` as they stand now, with the position of
+    /// the input each was first seen in.
+    pub(crate) fn findings_of(&self, id: &str, rules: &RuleSet) -> Vec<(usize, Finding)> {
+        let Some(rule) = rules.position(id) else {
+            return Vec::new();
+        };
+        self.entries
+            .iter()
+            .filter(|e| e.rule == rule)
+            .filter_map(|e| Some((e.order.0, e.clone().into_finding(rules)?)))
+            .collect()
     }
 }
 

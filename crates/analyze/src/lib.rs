@@ -20,6 +20,7 @@ pub mod root_cause;
 mod scan;
 mod split;
 mod trends;
+mod versions;
 
 use coroner_ingest::{discover, open, Follow, Input, InputSource, Opened};
 use coroner_model::{
@@ -104,6 +105,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
             ..InputSummary::new(path.clone(), InputKind::Binary)
         });
     }
+    versions::scan_versions(&mut table, rules, &discovery.inputs);
     let mut findings = table.into_findings(rules);
     cascade::drop_superseded(&mut findings, rules);
     devices::attribute_ranks(&mut findings);

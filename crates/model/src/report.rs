@@ -70,6 +70,11 @@ pub enum InputKind {
     /// loss turning nan, a loss scale collapsing). Rules limited to this
     /// kind read them.
     MetricTrends,
+    /// Not an input of its own: what coroner concludes by comparing the
+    /// versions the incident's inputs report (the driver's highest CUDA
+    /// version against the CUDA version a framework was built for). Rules
+    /// limited to this kind read them.
+    EnvironmentFacts,
     /// Binary data that is not a known format.
     Binary,
     /// Could not be opened at all.
@@ -87,6 +92,7 @@ impl InputKind {
             InputKind::ElfCore => "elf-core",
             InputKind::CudaGpuCore => "cuda-gpu-core",
             InputKind::MetricTrends => "metric-trends",
+            InputKind::EnvironmentFacts => "environment-facts",
             InputKind::Binary => "binary",
             InputKind::Unreadable => "unreadable",
         }
@@ -114,6 +120,7 @@ impl InputKind {
             "elf-core" => Some(InputKind::ElfCore),
             "cuda-gpu-core" => Some(InputKind::CudaGpuCore),
             "metric-trends" => Some(InputKind::MetricTrends),
+            "environment-facts" => Some(InputKind::EnvironmentFacts),
             _ => None,
         })
     }

@@ -458,7 +458,7 @@ pub fn parse_rule_with(
                 RuleErrorKind::UnknownValue,
                 k.span(),
                 format!(
-                    "unknown input kind `{}` (expected log, nccl-debug, kernel-log, nvidia-smi, elf-core, cuda-gpu-core or metric-trends)",
+                    "unknown input kind `{}` (expected log, nccl-debug, kernel-log, nvidia-smi, elf-core, cuda-gpu-core, metric-trends or environment-facts)",
                     k.get_ref()
                 ),
             )),

@@ -17,7 +17,7 @@ include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
 pub struct RuleSet {
     rules: Vec<Rule>,
     /// One prefilter per text input kind, built when first needed.
-    prefilters: [OnceLock<Prefilter>; 7],
+    prefilters: [OnceLock<Prefilter>; 8],
     /// For each rule, the indices of the rules it supersedes.
     pub(crate) supersedes: Vec<Vec<usize>>,
 }
@@ -140,7 +140,7 @@ impl RuleSet {
 
     /// The kinds of text the rules read: the text inputs, and the summaries
     /// of core dumps.
-    const SCANNED: [InputKind; 7] = [
+    const SCANNED: [InputKind; 8] = [
         InputKind::Log,
         InputKind::NcclDebug,
         InputKind::KernelLog,
@@ -148,6 +148,7 @@ impl RuleSet {
         InputKind::ElfCore,
         InputKind::CudaGpuCore,
         InputKind::MetricTrends,
+        InputKind::EnvironmentFacts,
     ];
 
     /// The prefilter of the rules that apply to inputs of `kind` (a

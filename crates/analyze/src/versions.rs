@@ -1,0 +1,310 @@
+//! The versions an incident's inputs report, compared.
+//!
+//! Internal rules (`rules/env/`) pick version facts out of any text input:
+//! the NVIDIA driver's version and the highest CUDA version it supports
+//! (nvidia-smi, `collect_env`, the kernel log, NCCL's `cudaDriverVersion`),
+//! the CUDA version PyTorch and NCCL were built for, the toolkit nvcc
+//! reports. Here the builds are compared with the driver, each mismatch
+//! becoming one sentence (`versions: PyTorch 2.6.0 is built for CUDA 12.8;
+//! the NVIDIA driver 470.82.01 supports CUDA up to 11.4 (an older major
+//! version)`) that rules of the `environment-facts` kind read, so what a
+//! mismatch means stays in `rules/`. The findings point at the line that
+//! stated the build's version.
+//!
+//! When no report states the driver's highest CUDA version, it is looked
+//! up from the driver's version in `knowledge/cuda-drivers.toml`.
+
+use crate::findings::FindingTable;
+use crate::scan::scan_text;
+use coroner_ingest::{Input, InputSource};
+use coroner_model::{Evidence, Finding, InputKind, InputSummary};
+use coroner_rules::RuleSet;
+use serde::Deserialize;
+use std::cmp::Ordering;
+use std::sync::OnceLock;
+
+/// `knowledge/cuda-drivers.toml`.
+const CUDA_DRIVERS: &str = include_str!("../../../knowledge/cuda-drivers.toml");
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CudaDrivers {
+    cuda: Vec<CudaDriver>,
+}
+
+/// The oldest driver a CUDA release needs.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CudaDriver {
+    version: String,
+    driver: String,
+}
+
+fn cuda_drivers() -> &'static [CudaDriver] {
+    static PARSED: OnceLock<Vec<CudaDriver>> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        toml::from_str::<CudaDrivers>(CUDA_DRIVERS)
+            .map(|f| f.cuda)
+            .unwrap_or_default()
+    })
+}
+
+/// A dotted version as numbers: `580.159.04` → [580, 159, 4].
+fn numbers(version: &str) -> Option<Vec<u32>> {
+    version.split('.').map(|p| p.parse().ok()).collect()
+}
+
+fn compare(a: &[u32], b: &[u32]) -> Ordering {
+    let len = a.len().max(b.len());
+    (0..len)
+        .map(|i| {
+            let x = a.get(i).copied().unwrap_or(0);
+            let y = b.get(i).copied().unwrap_or(0);
+            x.cmp(&y)
+        })
+        .find(|o| o.is_ne())
+        .unwrap_or(Ordering::Equal)
+}
+
+/// A CUDA version, major and minor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Cuda(u32, u32);
+
+impl Cuda {
+    /// `13.0`.
+    fn parse(text: &str) -> Option<Cuda> {
+        let (major, minor) = text.split_once('.')?;
+        Some(Cuda(major.parse().ok()?, minor.parse().ok()?))
+    }
+
+    /// A wheel tag's digits: `130` → 13.0, `118` → 11.8.
+    fn from_tag(tag: &str) -> Option<Cuda> {
+        let n: u32 = tag.parse().ok()?;
+        (n >= 10).then_some(Cuda(n / 10, n % 10))
+    }
+
+    /// `cudaDriverGetVersion`'s number: 1000 × major + 10 × minor.
+    fn from_number(number: &str) -> Option<Cuda> {
+        let n: u32 = number.parse().ok()?;
+        (n >= 1000).then_some(Cuda(n / 1000, n % 1000 / 10))
+    }
+
+    /// The newest CUDA release whose oldest driver `driver` meets.
+    fn supported_by(driver: &str) -> Option<Cuda> {
+        let driver = numbers(driver)?;
+        cuda_drivers()
+            .iter()
+            .filter(|c| numbers(&c.driver).is_some_and(|d| compare(&driver, &d).is_ge()))
+            .filter_map(|c| Cuda::parse(&c.version))
+            .max()
+    }
+}
+
+impl std::fmt::Display for Cuda {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.0, self.1)
+    }
+}
+
+/// Something built for a CUDA version, and where that was read.
+struct Build {
+    what: String,
+    /// `is built for` (a framework), `is` (the toolkit).
+    verb: &'static str,
+    cuda: Cuda,
+    input: usize,
+    finding: Finding,
+}
+
+/// What the driver supports, as reported, and the lines that say so.
+struct Driver {
+    version: Option<String>,
+    cuda: Cuda,
+    evidence: Vec<Evidence>,
+}
+
+/// Compares the builds the inputs report with the driver and adds what the
+/// rules make of each mismatch to `table`. `inputs` are the incident's
+/// inputs, by position.
+pub(crate) fn scan_versions(table: &mut FindingTable, rules: &RuleSet, inputs: &[Input]) {
+    let Some(driver) = driver(table, rules) else {
+        return;
+    };
+    for build in builds(table, rules) {
+        let Some(relation) = (match build.cuda.0.cmp(&driver.cuda.0) {
+            Ordering::Greater => Some("an older major version"),
+            Ordering::Equal if build.cuda.1 > driver.cuda.1 => Some("the same major version"),
+            _ => None,
+        }) else {
+            continue;
+        };
+        let driver_name = driver
+            .version
+            .as_ref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default();
+        let sentence = format!(
+            "versions: {} {} CUDA {}; the NVIDIA driver{driver_name} supports CUDA up to {} ({relation})\n",
+            build.what, build.verb, build.cuda, driver.cuda
+        );
+        let Some(source) = inputs.get(build.input) else {
+            continue;
+        };
+        let input = Input {
+            display: source.display.clone(),
+            source: InputSource::Stdin,
+            rank: build.finding.rank,
+            explicit: true,
+        };
+        let mut own = FindingTable::for_input(build.input);
+        let mut summary = InputSummary::new(input.display.clone(), InputKind::EnvironmentFacts);
+        scan_text(
+            &input,
+            InputKind::EnvironmentFacts,
+            sentence.as_bytes(),
+            rules,
+            &mut own,
+            &mut summary,
+        );
+        let mut evidence: Vec<Evidence> = build.finding.evidence.iter().take(1).cloned().collect();
+        evidence.extend(driver.evidence.iter().cloned());
+        own.place_at(&build.finding.first_seen, &evidence);
+        table.merge(own);
+    }
+}
+
+fn driver(table: &FindingTable, rules: &RuleSet) -> Option<Driver> {
+    let version = table
+        .findings_of("env-driver-version", rules)
+        .into_iter()
+        .find_map(|(_, f)| Some((f.captures.get("driver")?.clone(), f)));
+    let stated = table
+        .findings_of("env-driver-cuda", rules)
+        .into_iter()
+        .find_map(|(_, f)| {
+            let c = &f.captures;
+            let cuda = c
+                .get("driver_cuda")
+                .and_then(|v| Cuda::parse(v))
+                .or_else(|| {
+                    c.get("driver_cuda_number")
+                        .and_then(|n| Cuda::from_number(n))
+                })?;
+            Some((cuda, f))
+        });
+    let mut evidence = Vec::new();
+    let cuda = match stated {
+        Some((cuda, f)) => {
+            evidence.extend(f.evidence.into_iter().take(1));
+            cuda
+        }
+        None => version.as_ref().and_then(|(v, _)| Cuda::supported_by(v))?,
+    };
+    let version = version.map(|(v, f)| {
+        if !evidence.iter().any(|e| {
+            f.evidence
+                .first()
+                .is_some_and(|d| d.line == e.line && d.input == e.input)
+        }) {
+            evidence.extend(f.evidence.into_iter().take(1));
+        }
+        v
+    });
+    Some(Driver {
+        version,
+        cuda,
+        evidence,
+    })
+}
+
+fn builds(table: &FindingTable, rules: &RuleSet) -> Vec<Build> {
+    let mut out = Vec::new();
+    for (input, finding) in table.findings_of("env-torch-cuda", rules) {
+        let c = &finding.captures;
+        let cuda = c
+            .get("cuda")
+            .and_then(|v| Cuda::parse(v))
+            .or_else(|| c.get("tag").and_then(|t| Cuda::from_tag(t)));
+        let what = match c.get("version") {
+            Some(v) => format!("PyTorch {v}"),
+            None => "PyTorch".to_owned(),
+        };
+        if let Some(cuda) = cuda {
+            out.push(Build {
+                what,
+                verb: "is built for",
+                cuda,
+                input,
+                finding,
+            });
+        }
+    }
+    for (input, finding) in table.findings_of("env-nccl-cuda", rules) {
+        let c = &finding.captures;
+        if let (Some(v), Some(cuda)) =
+            (c.get("version"), c.get("cuda").and_then(|v| Cuda::parse(v)))
+        {
+            out.push(Build {
+                what: format!("NCCL {v}"),
+                verb: "is built for",
+                cuda,
+                input,
+                finding,
+            });
+        }
+    }
+    for (input, finding) in table.findings_of("env-toolkit-cuda", rules) {
+        if let Some(cuda) = finding
+            .captures
+            .get("toolkit_cuda")
+            .and_then(|v| Cuda::parse(v))
+        {
+            out.push(Build {
+                what: "the CUDA toolkit (nvcc)".to_owned(),
+                verb: "is",
+                cuda,
+                input,
+                finding,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_driver_table_parses_and_grows() {
+        let table = cuda_drivers();
+        assert!(table.len() > 20);
+        for pair in table.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            assert!(
+                Cuda::parse(&a.version) < Cuda::parse(&b.version),
+                "{a:?} {b:?}"
+            );
+            let driver = |c: &CudaDriver| numbers(&c.driver).unwrap_or_else(|| panic!("{c:?}"));
+            let (da, db) = (driver(a), driver(b));
+            assert!(compare(&da, &db).is_lt(), "{a:?} {b:?}");
+        }
+    }
+
+    #[test]
+    fn a_driver_supports_the_newest_cuda_whose_minimum_it_meets() {
+        assert_eq!(Cuda::supported_by("580.159.04"), Some(Cuda(13, 0)));
+        assert_eq!(Cuda::supported_by("470.82.01"), Some(Cuda(11, 4)));
+        assert_eq!(Cuda::supported_by("535.54.03"), Some(Cuda(12, 2)));
+        assert_eq!(Cuda::supported_by("535.54.02"), Some(Cuda(12, 1)));
+        assert_eq!(Cuda::supported_by("390.12"), None);
+    }
+
+    #[test]
+    fn version_forms() {
+        assert_eq!(Cuda::from_tag("130"), Some(Cuda(13, 0)));
+        assert_eq!(Cuda::from_tag("118"), Some(Cuda(11, 8)));
+        assert_eq!(Cuda::from_number("11040"), Some(Cuda(11, 4)));
+        assert_eq!(Cuda::from_number("13000"), Some(Cuda(13, 0)));
+    }
+}

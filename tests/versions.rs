@@ -1,0 +1,113 @@
+//! Versions compared across an incident's inputs: the CUDA version a
+//! framework was built for against what the NVIDIA driver supports.
+
+use crate::util::analyze_json;
+
+fn rules_of(report: &serde_json::Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_build_for_a_newer_cuda_major_than_the_driver_is_the_cause() {
+    let (report, code) = analyze_json(&["fixtures/env/driver-too-old"]);
+    assert_eq!(code, 1);
+    let root = &report["root_cause"];
+    assert_eq!(root["category"], "driver-too-old");
+    assert_eq!(root["rule"], "env-driver-too-old-for-build");
+    let summary = root["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("PyTorch 2.11.0 is built for CUDA 13.0"),
+        "{summary}"
+    );
+    // The driver's version is looked up in NVIDIA's table: 470.82.01 → 11.4.
+    assert!(
+        summary.contains("470.82.01 supports CUDA only up to 11.4"),
+        "{summary}"
+    );
+    let lines: Vec<u64> = root["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, [3, 20], "the PyTorch and the driver lines");
+}
+
+#[test]
+fn a_newer_cuda_minor_is_a_warning_only() {
+    let (report, code) = analyze_json(&["fixtures/env/driver-older-minor"]);
+    assert_eq!(code, 0);
+    assert_eq!(report["root_cause"]["category"], "unknown");
+    assert_eq!(rules_of(&report), ["env-driver-older-minor"]);
+    let message = report["findings"][0]["message"].as_str().unwrap();
+    assert!(message.contains("CUDA 12.8"), "{message}");
+    assert!(message.contains("up to 12.2"), "{message}");
+}
+
+#[test]
+fn matching_versions_say_nothing() {
+    // The healthy H200 machine: nvidia-smi, nvidia-smi -q, collect_env, nvcc
+    // (all CUDA 13.0, driver 580.159.04), and NCCL's own lines in a 2-GPU
+    // incident.
+    for dir in ["fixtures/real-gpu/system", "fixtures/multi-gpu/raise"] {
+        let (report, _) = analyze_json(&[dir]);
+        let env: Vec<String> = rules_of(&report)
+            .into_iter()
+            .filter(|r| r.starts_with("env-"))
+            .collect();
+        assert!(env.is_empty(), "{dir}: {env:?}");
+    }
+}
+
+/// The same real lines with one number changed: the comparison reads them.
+#[test]
+fn real_report_lines_are_read_once_a_version_differs() {
+    let dir = std::env::temp_dir().join(format!("coroner-versions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // NCCL's own init lines: `cudaDriverVersion 13000` → 12020 (CUDA 12.2)
+    // against `NCCL version 2.28.9+cuda13.0`.
+    let console = std::fs::read_to_string("fixtures/multi-gpu/raise/console.log").unwrap();
+    assert!(console.contains("cudaDriverVersion 13000"));
+    std::fs::write(
+        dir.join("console.log"),
+        console.replace("cudaDriverVersion 13000", "cudaDriverVersion 12020"),
+    )
+    .unwrap();
+    // nvidia-smi's header: CUDA Version 13.0 → 12.2, against nvcc 13.0.
+    let smi = std::fs::read_to_string("fixtures/real-gpu/system/nvidia-smi.txt").unwrap();
+    std::fs::write(
+        dir.join("nvidia-smi.txt"),
+        smi.replace("CUDA Version: 13.0", "CUDA Version: 12.2"),
+    )
+    .unwrap();
+    std::fs::copy("fixtures/real-gpu/system/nvcc.txt", dir.join("nvcc.txt")).unwrap();
+    let (report, _) = analyze_json(&[dir.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let found = rules_of(&report);
+    assert!(
+        found.contains(&"env-driver-too-old-for-build".to_owned()),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&"env-toolkit-newer-than-driver".to_owned()),
+        "{found:?}"
+    );
+    let nccl = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "env-driver-too-old-for-build")
+        .unwrap();
+    assert!(
+        nccl["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("NCCL 2.28.9 is built for CUDA 13.0"),
+        "{nccl:#}"
+    );
+}
