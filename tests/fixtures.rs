@@ -450,3 +450,84 @@ fn a_python_exception_knows_where_it_was_raised() {
     assert_eq!(captures["exception"], "ValueError");
     assert!(captures.get("raised_file").is_none(), "{captures}");
 }
+
+/// The findings of a report as (rule, category, severity, role, input).
+fn data_loading_findings(
+    report: &serde_json::Value,
+) -> Vec<(String, String, String, String, String)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["category"] == "data-loading-bottleneck")
+        .map(|f| {
+            let s = |v: &serde_json::Value| v.as_str().unwrap_or("").to_owned();
+            (
+                s(&f["rule"]),
+                s(&f["category"]),
+                s(&f["severity"]),
+                s(&f["role"]),
+                s(&f["first_seen"]["input"]),
+            )
+        })
+        .collect()
+}
+
+/// A DataLoader that needs 0.268 s of each 0.271 s step and the
+/// nvidia-smi series recorded beside it (0 to 1 % utilisation): one warning
+/// from each, and no root cause, since nothing crashed.
+#[test]
+fn a_data_loading_bottleneck_is_two_warnings_and_no_root_cause() {
+    let (report, code) = analyze_json(&["fixtures/metrics/dataloader_bottleneck/"]);
+    let root = &report["root_cause"];
+    assert_eq!(root["category"], "unknown", "{root}");
+    assert!(root["rule"].is_null(), "{root}");
+    assert!(root["severity"].is_null(), "{root}");
+    assert_eq!(code, 0);
+    let csv = report["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["path"] == "fixtures/metrics/dataloader_bottleneck/gpu_util.csv")
+        .expect("the nvidia-smi series is an input");
+    assert_eq!(csv["kind"], "nvidia-smi");
+    let mut found = data_loading_findings(&report);
+    found.sort();
+    let want = |rule: &str, file: &str| {
+        (
+            rule.to_owned(),
+            "data-loading-bottleneck".to_owned(),
+            "warning".to_owned(),
+            "context".to_owned(),
+            format!("fixtures/metrics/dataloader_bottleneck/{file}"),
+        )
+    };
+    assert_eq!(
+        found,
+        vec![
+            want("trend-data-wait", "train.log"),
+            want("trend-gpu-idle", "gpu_util.csv"),
+        ]
+    );
+    for f in report["findings"].as_array().unwrap() {
+        assert_eq!(f["severity"], "warning", "{f}");
+    }
+    let wait = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "trend-data-wait")
+        .unwrap();
+    assert_eq!(wait["captures"]["share"], "99");
+    assert_eq!(wait["first_seen"]["line"], 121);
+}
+
+/// The GPU-bound counterpart (data time 0.006 s of 0.305 s, 93 to 100 %
+/// utilisation): neither finding.
+#[test]
+fn a_gpu_bound_run_has_no_data_loading_finding() {
+    let (report, code) = analyze_json(&["fixtures/metrics/gpu_bound/"]);
+    assert_eq!(report["root_cause"]["category"], "unknown");
+    assert_eq!(code, 0);
+    assert_eq!(data_loading_findings(&report), vec![]);
+}

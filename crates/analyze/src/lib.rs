@@ -16,6 +16,7 @@ mod cores;
 mod devices;
 pub mod examples;
 mod findings;
+mod processes;
 pub mod root_cause;
 mod scan;
 mod split;
@@ -109,6 +110,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     let mut findings = table.into_findings(rules);
     cascade::drop_superseded(&mut findings, rules);
     devices::attribute_ranks(&mut findings);
+    processes::apply(&mut findings, &inputs);
     findings.retain(|f| rules.get(&f.rule).is_none_or(|r| !r.internal));
     chains::apply(&mut findings);
     cascade::apply(&mut findings, rules);

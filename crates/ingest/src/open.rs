@@ -193,7 +193,10 @@ pub fn detect_kind(head: &[u8]) -> InputKind {
         return InputKind::Binary;
     }
     let text = String::from_utf8_lossy(head);
-    if text.contains("NVIDIA-SMI ") || text.contains("==============NVSMI LOG==============") {
+    if text.contains("NVIDIA-SMI ")
+        || text.contains("==============NVSMI LOG==============")
+        || is_query_gpu_csv(&text)
+    {
         return InputKind::NvidiaSmi;
     }
     let mut lines = 0usize;
@@ -217,16 +220,68 @@ pub fn detect_kind(head: &[u8]) -> InputKind {
     }
 }
 
-/// A dmesg line (`[   12.345678] text`) or a syslog/journal kernel line.
+/// Whether the first line is the header of `nvidia-smi --query-gpu=...
+/// --format=csv` (a monitoring series): comma-separated property names,
+/// each with its unit in brackets or without (`timestamp, index,
+/// utilization.gpu [%], memory.used [MiB]`), one of them `utilization.gpu`.
+/// (`--format=csv,noheader` output has no such line and stays a log.)
+fn is_query_gpu_csv(text: &str) -> bool {
+    let Some(first) = text.lines().find(|l| !l.trim().is_empty()) else {
+        return false;
+    };
+    let mut names = 0;
+    let mut utilization = false;
+    for field in first.trim().split(',') {
+        let field = field.trim();
+        let name = match field.strip_suffix(']').and_then(|f| f.split_once(" [")) {
+            Some((name, unit)) if !unit.is_empty() && !unit.contains(['[', ']']) => name,
+            Some(_) => return false,
+            None => field,
+        };
+        let property = name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '_');
+        if !property {
+            return false;
+        }
+        names += 1;
+        utilization |= name == "utilization.gpu";
+    }
+    names >= 2 && utilization
+}
+
+/// A dmesg line (`[   12.345678] text`, or with `dmesg -T` `[Sun Nov 29
+/// 21:00:10 2026] text`) or a syslog/journal kernel line.
 fn is_kernel_line(line: &str) -> bool {
     let t = line.trim_start();
     if let Some(rest) = t.strip_prefix('[') {
         if let Some(close) = rest.find(']') {
             let stamp = rest[..close].trim();
-            return !stamp.is_empty() && stamp.chars().all(|c| c.is_ascii_digit() || c == '.');
+            let seconds =
+                !stamp.is_empty() && stamp.chars().all(|c| c.is_ascii_digit() || c == '.');
+            return seconds || is_ctime(stamp);
         }
     }
     line.contains(" kernel: ")
+}
+
+/// `Sun Nov 29 21:00:10 2026`: weekday, month, day, time, year.
+fn is_ctime(stamp: &str) -> bool {
+    let parts: Vec<&str> = stamp.split_whitespace().collect();
+    let [weekday, month, day, time, year] = parts.as_slice() else {
+        return false;
+    };
+    let word = |w: &str| w.len() == 3 && w.chars().all(|c| c.is_ascii_alphabetic());
+    let digits = |w: &str, n: std::ops::RangeInclusive<usize>| {
+        n.contains(&w.len()) && w.chars().all(|c| c.is_ascii_digit())
+    };
+    word(weekday)
+        && word(month)
+        && digits(day, 1..=2)
+        && time.len() == 8
+        && time.split(':').all(|p| digits(p, 2..=2))
+        && digits(year, 4..=4)
 }
 
 /// More than 1% NUL bytes, or more than 10% other control bytes.
@@ -257,12 +312,44 @@ mod tests {
             detect_kind(b"[    1.000000] NVRM: loading\n[    2.5] x\n"),
             InputKind::KernelLog
         );
+        assert_eq!(
+            detect_kind(b"[Sun Nov 29 21:00:10 2026] python invoked oom-killer\n[Sun Nov 29 21:00:10 2026] x\n"),
+            InputKind::KernelLog
+        );
+        assert_eq!(
+            detect_kind(b"[rank0] step 1\n[rank1] step 1\n"),
+            InputKind::Log
+        );
         let mut core = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00".to_vec();
         core.extend_from_slice(&[4, 0, 0xbe, 0]);
         assert_eq!(detect_kind(&core), InputKind::CudaGpuCore);
         core[18] = 0x3e;
         assert_eq!(detect_kind(&core), InputKind::ElfCore);
         assert_eq!(detect_kind(&[0u8; 64]), InputKind::Binary);
+    }
+
+    #[test]
+    fn nvidia_smi_query_gpu_csv() {
+        let csv = b"timestamp, index, utilization.gpu [%], utilization.memory [%], memory.used [MiB], memory.total [MiB], power.draw [W]\n2026/11/29 20:39:48.123, 0, 1 %, 0 %, 912 MiB, 143771 MiB, 123.79 W\n";
+        assert_eq!(detect_kind(csv), InputKind::NvidiaSmi);
+        assert_eq!(
+            detect_kind(b"index, utilization.gpu, memory.used\n0, 1, 912\n"),
+            InputKind::NvidiaSmi
+        );
+        // No header (`noheader`), no utilisation column, or prose.
+        assert_eq!(detect_kind(b"0, 1 %, 912 MiB\n"), InputKind::Log);
+        assert_eq!(
+            detect_kind(b"index, memory.used [MiB]\n0, 912 MiB\n"),
+            InputKind::Log
+        );
+        assert_eq!(
+            detect_kind(b"step 1: utilization.gpu is low, memory.used high\n"),
+            InputKind::Log
+        );
+        assert_eq!(
+            detect_kind(b"step 1 loss 0.3\nindex, utilization.gpu\n"),
+            InputKind::Log
+        );
     }
 
     #[test]

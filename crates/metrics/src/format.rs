@@ -65,6 +65,21 @@ pub(crate) fn rate(v: f64) -> String {
     format!("{v:.1}")
 }
 
+/// A duration in seconds: three decimals from 0.01 s (`0.268`, `1.234`),
+/// six below (`0.000412`).
+pub(crate) fn seconds(v: f64) -> String {
+    if v >= 0.01 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.6}")
+    }
+}
+
+/// A percentage, rounded to a whole number (`0`, `97`).
+pub(crate) fn percent(v: f64) -> String {
+    format!("{v:.0}")
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -91,5 +106,10 @@ mod tests {
         assert_eq!(size(200.0 * GIB), "200.0 GiB");
         assert_eq!(gib(80.0 * GIB), "80.0 GiB");
         assert_eq!(rate(1019.6), "1019.6");
+        assert_eq!(seconds(0.268), "0.268");
+        assert_eq!(seconds(1.2345), "1.234");
+        assert_eq!(seconds(0.000412), "0.000412");
+        assert_eq!(percent(0.2), "0");
+        assert_eq!(percent(96.6), "97");
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! A [`MetricCollector`] is offered every line of one input. Lines that
 //! print training metrics (loss, gradient norm, learning rate, loss scale,
-//! allocator memory, throughput) become samples of per-rank series, each
-//! bounded to about 4096 samples however long the run. At the end,
+//! allocator memory, throughput, step and data time) become samples of
+//! per-rank series, each bounded to about 4096 samples however long the
+//! run; rows of an `nvidia-smi --query-gpu` csv become per-GPU series of
+//! utilisation. At the end,
 //! [`MetricCollector::trends`] reads the series and returns [`Trend`]s: one
 //! sentence each, in a fixed form that rules match.
 //!
@@ -19,13 +21,31 @@
 //! normalised (`lm loss`, `train_loss` → loss; `grad norm` → grad_norm;
 //! `scale`, `loss scale` → loss scale; `mem_allocated`, `allocated`,
 //! `mem_alloc`, `mem` → memory allocated, which needs a size unit B, KiB,
-//! MiB, GiB, KB, MB, GB, TB). The step comes from `step`, `steps`, `iter`,
+//! MiB, GiB, KB, MB, GB, TB). Step time (`step_time`, `iter_time`,
+//! `iteration_time`, `time_per_step`, `time_per_iteration`, `batch_time`,
+//! Megatron's `elapsed time per iteration`) and data time (`data_time`,
+//! `data_load_time`, `dataloader_time`, `data_loading_time`, `data_wait`,
+//! `data_wait_time`) are in seconds: a time unit after the value (`0.271s`,
+//! `271ms`, `0.27 sec`), in the key (`(ms)`, `(s)`, `_ms`, `_s`, `_sec`), or
+//! none (seconds); a clock time (`12:30`) is not a value. The step comes from `step`, `steps`, `iter`,
 //! `iteration` or `global_step`, else the line's ordinal among the rank's
 //! metric lines. A line needs two recognised pairs, or one metric written
 //! `key=value` or as a quoted dictionary key; a tqdm bar's own `it/s` and a
 //! Hugging Face end-of-run summary (`train_runtime`) are not read. When a
 //! line still carries carriage returns, its last segment holding metrics is
 //! read; a leading `[rankN] ` names the rank when the caller did not.
+//!
+//! # GPU monitoring series
+//!
+//! The output of `nvidia-smi --query-gpu=... --format=csv` (usually run
+//! with `-l`/`-lms` beside a job) is read from its header line on: the
+//! columns `utilization.gpu` and `memory.used` (both needed), `index` or
+//! `pci.bus_id` (at least one), `timestamp` (optional) are found in it by
+//! name, with or without units (`nounits`). Without the header
+//! (`noheader`) nothing is read. Only rows where the GPU's `memory.used` is
+//! above 0 count (no process yet, or any more, is not idleness). A file
+//! scanned in parts has its header in the first part only: the later
+//! parts' rows are not read (see [`MetricCollector::absorb`]).
 //!
 //! # Sentences
 //!
@@ -57,6 +77,24 @@
 //!   `trend: throughput falls from {rate} {unit} (median before step {s}) to
 //!   {rate} {unit} from step {s}, {pct:.1}%`. Needs the median of the last
 //!   quarter of the run below 20 % of the median of the first half.
+//! - Steps dominated by data loading, `line` at the last sample:
+//!   `trend: data loading takes {pct}% of each step (median data time
+//!   {secs} s, step time {secs} s, from step {s} to step {s})`, `{pct}` a
+//!   whole number, `{secs}` with three decimals (six below 0.01 s). Needs
+//!   20 samples holding both times (paired by line), and the median data
+//!   time of the last half of them at least 50 % of the median step time
+//!   there (the first half, with the warm-up's slow first batches, is left
+//!   out). The step time is taken to include the data time; when the data
+//!   time's median is larger, it cannot, and the share is data / (data +
+//!   step).
+//! - An idle GPU in a monitoring series, `line` at its last counted row, no
+//!   rank (the GPU is named in the sentence): `trend: GPU {gpu}
+//!   utilisation is {pct}% (median of {n} samples, at most {pct}%, while up
+//!   to {size} of its memory was in use, from {time} to {time})`; `{gpu}` is
+//!   the `index` (followed by ` ({bus id})` when the csv has both) or the
+//!   PCI bus id, and the `, from ... to ...` part appears only with a
+//!   `timestamp` column. Needs 20 rows with memory in use, and their median
+//!   utilisation at most 20 %.
 //!
 //! Trends are ordered by line, then rank.
 #![forbid(unsafe_code)]
@@ -72,6 +110,7 @@
 )]
 
 mod format;
+mod gpu_csv;
 mod metric;
 mod parse;
 mod series;
@@ -91,10 +130,12 @@ const MAX_RANKS: usize = 1024;
 const FULL_RANKS: usize = 8;
 
 /// Substrings one of which every metric line contains (a key word or a
-/// rate unit). Lines with none of them return at once.
-const KEY_WORDS: [&str; 12] = [
+/// rate unit; `ime` for `time` and `Time`). Lines with none of them return
+/// at once. An `nvidia-smi --query-gpu` csv header has one too (`mem` of
+/// its `memory.used` column); its rows need none.
+const KEY_WORDS: [&str; 13] = [
     "loss", "Loss", "lr", "learning", "grad", "scale", "alloc", "reserved", "mem", "/s", "samples",
-    "tokens",
+    "tokens", "ime",
 ];
 
 /// Collects metric samples from the lines of one input.
@@ -102,6 +143,7 @@ const KEY_WORDS: [&str; 12] = [
 pub struct MetricCollector {
     ranks: Vec<RankSeries>,
     key_words: KeyWords,
+    gpu_csv: gpu_csv::GpuCsv,
 }
 
 /// A trend read from a metric's series.
@@ -147,7 +189,10 @@ impl MetricCollector {
     /// prefix like `[rank3]:` removed), its 1-based line number, and the
     /// rank it belongs to if known.
     pub fn line(&mut self, line: &[u8], number: u64, rank: Option<u32>) {
-        if !self.key_words.any_in(line) {
+        if self.gpu_csv.row(line, number) {
+            return;
+        }
+        if !self.key_words.any_in(line) || self.gpu_csv.header(line) {
             return;
         }
         let (line, rank) = match rank {
@@ -210,7 +255,16 @@ impl MetricCollector {
             for metric in Metric::ALL.into_iter().filter(|m| m.is_throughput()) {
                 push(track(metric).and_then(|t| trends::throughput(metric, &t.series)));
             }
+            if let (Some(step), Some(data)) = (track(Metric::StepTime), track(Metric::DataTime)) {
+                push(trends::data_wait(&step.series, &data.series));
+            }
         }
+        // A GPU index is not a rank: the sentence names the GPU.
+        out.extend(self.gpu_csv.trends().map(|found| Trend {
+            rank: None,
+            line: found.line,
+            text: found.text,
+        }));
         out.sort_by(|a, b| (a.line, a.rank, &a.text).cmp(&(b.line, b.rank, &b.text)));
         out
     }
@@ -221,7 +275,12 @@ impl MetricCollector {
     /// with its line numbers moved on by `line_shift`. The samples `later`
     /// kept are replayed in order, so a long part contributes its decimated
     /// series.
+    ///
+    /// GPU monitoring rows (`nvidia-smi --query-gpu` csv) are read only
+    /// after a header in the same part: a file scanned in parts has its
+    /// header in the first part, so the GPU series cover that part only.
     pub fn absorb(&mut self, later: MetricCollector, line_shift: u64) {
+        self.gpu_csv.absorb(later.gpu_csv, line_shift);
         for state in later.ranks {
             let Some((_, mine)) = self.rank(state.rank) else {
                 continue;

@@ -1,7 +1,7 @@
 //! The metrics a line can carry, and the names sentences give them.
 
 /// How many [`Metric`]s there are (the length of per-metric arrays).
-pub(crate) const METRICS: usize = 10;
+pub(crate) const METRICS: usize = 12;
 
 /// One training metric, after key names are normalised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +19,10 @@ pub(crate) enum Metric {
     SamplesPerSecond,
     TokensPerSecond,
     IterationsPerSecond,
+    /// Seconds one training step (iteration) takes, data loading included.
+    StepTime,
+    /// Seconds of a step spent waiting for the next batch.
+    DataTime,
 }
 
 impl Metric {
@@ -33,6 +37,8 @@ impl Metric {
         Metric::SamplesPerSecond,
         Metric::TokensPerSecond,
         Metric::IterationsPerSecond,
+        Metric::StepTime,
+        Metric::DataTime,
     ];
 
     /// Position in per-metric arrays.
@@ -53,6 +59,8 @@ impl Metric {
             Metric::SamplesPerSecond => "samples/s",
             Metric::TokensPerSecond => "tokens/s",
             Metric::IterationsPerSecond => "it/s",
+            Metric::StepTime => "step time",
+            Metric::DataTime => "data time",
         }
     }
 
@@ -62,6 +70,11 @@ impl Metric {
             self,
             Metric::MemAllocated | Metric::MemReserved | Metric::MemTotal
         )
+    }
+
+    /// Whether the value is a duration (seconds, read with a time unit).
+    pub(crate) fn is_time(self) -> bool {
+        matches!(self, Metric::StepTime | Metric::DataTime)
     }
 
     /// Whether the value is a rate of progress.

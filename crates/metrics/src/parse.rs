@@ -51,7 +51,11 @@ enum Unit {
     Size(f64),
     /// A rate; the metric it measures.
     Rate(Metric),
-    /// Some other unit (`ms`, `s`, `%`): the value is not a size.
+    /// A duration (`ms`, `s`, `sec`); seconds per unit. Only the step and
+    /// data time metrics read it: for any other metric it is what `Other`
+    /// is.
+    Time(f64),
+    /// Some other unit (`%`): the value is not a size.
     Other,
 }
 
@@ -62,6 +66,11 @@ struct Token {
     end: usize,
     value: f64,
     unit: Unit,
+    /// A time unit written after a space (`0.27 sec`): seconds per unit and
+    /// where the word ends. Only a time metric's key takes it (and the
+    /// value's end moves past it); for any other key the word is left to the
+    /// text of the next key, as before time units were read.
+    spaced_time: Option<(f64, usize)>,
 }
 
 /// How the key was tied to its value.
@@ -92,6 +101,7 @@ pub(crate) fn parse(line: &[u8]) -> Option<Reading> {
         key_from = token.end;
         let key = Key::read(key_text).unwrap_or_default();
         let name = key.name();
+        let spaced_time = token.spaced_time.filter(|_| token.unit == Unit::None);
         if name == b"train_runtime" || name == b"eval_runtime" {
             // A Hugging Face end-of-run summary: averages, not a step.
             return None;
@@ -102,6 +112,9 @@ pub(crate) fn parse(line: &[u8]) -> Option<Reading> {
                 recognised += 1;
             }
             Some(Slot::Metric(metric, value)) => {
+                if let (true, Some((_, end))) = (metric.is_time(), spaced_time) {
+                    key_from = end;
+                }
                 let slot = reading.values.get_mut(metric.index())?;
                 if slot.is_none() {
                     *slot = Some(value);
@@ -123,7 +136,15 @@ enum Slot {
 }
 
 fn classify(key: &Key, token: &Token) -> Option<Slot> {
-    let known = key_kind(key.name());
+    let (known, key_unit) = match key_kind(key.name()) {
+        Some(kind) => (Some(kind), key.unit),
+        None => match time_suffix(key.name()) {
+            Some((metric, per_unit)) if key.unit == Unit::None => {
+                (Some(KeyKind::Metric(metric)), Unit::Time(per_unit))
+            }
+            _ => (None, key.unit),
+        },
+    };
     match known {
         Some(KeyKind::Step) => {
             let v = token.value;
@@ -134,12 +155,26 @@ fn classify(key: &Key, token: &Token) -> Option<Slot> {
             (integral && token.unit == Unit::None).then_some(Slot::Step(step))
         }
         Some(KeyKind::Metric(metric)) if metric.is_memory() => {
-            let per_unit = match (token.unit, key.unit) {
+            let per_unit = match (token.unit, key_unit) {
                 (Unit::Size(s), _) | (Unit::None, Unit::Size(s)) => s,
                 _ => return None,
             };
             let bytes = token.value * per_unit;
             (bytes.is_finite() && bytes >= 0.0).then_some(Slot::Metric(metric, bytes))
+        }
+        Some(KeyKind::Metric(metric)) if metric.is_time() => {
+            // The value's own unit first (`0.271s`, `271 ms`), then the
+            // key's (`(ms)`, `_ms`); none is seconds.
+            let spaced = token.spaced_time.map(|(per_unit, _)| Unit::Time(per_unit));
+            let per_unit = match (token.unit, spaced, key_unit) {
+                (Unit::Time(t), _, _)
+                | (Unit::None, Some(Unit::Time(t)), _)
+                | (Unit::None, None, Unit::Time(t)) => t,
+                (Unit::None, None, Unit::None) => 1.0,
+                _ => return None,
+            };
+            let seconds = token.value * per_unit;
+            (seconds.is_finite() && seconds >= 0.0).then_some(Slot::Metric(metric, seconds))
         }
         Some(KeyKind::Metric(metric)) => match token.unit {
             Unit::None => Some(Slot::Metric(metric, token.value)),
@@ -181,9 +216,32 @@ fn key_kind(name: &[u8]) -> Option<KeyKind> {
             TokensPerSecond
         }
         b"it/s" | b"iters/s" | b"iterations/s" | b"it/sec" => IterationsPerSecond,
+        b"step_time"
+        | b"iter_time"
+        | b"iteration_time"
+        | b"time_per_step"
+        | b"time_per_iteration"
+        | b"batch_time"
+        | b"elapsed_time_per_iteration" => StepTime,
+        b"data_time" | b"data_load_time" | b"dataloader_time" | b"data_loading_time"
+        | b"data_wait" | b"data_wait_time" => DataTime,
         _ => return None,
     };
     Some(KeyKind::Metric(metric))
+}
+
+/// A time key with its unit as a suffix (`step_time_ms`, `data_time_s`):
+/// the metric and seconds per unit.
+fn time_suffix(name: &[u8]) -> Option<(Metric, f64)> {
+    [(&b"_ms"[..], 0.001), (b"_s", 1.0), (b"_sec", 1.0)]
+        .into_iter()
+        .find_map(|(suffix, per_unit)| {
+            let stem = name.strip_suffix(suffix)?;
+            match key_kind(stem)? {
+                KeyKind::Metric(metric) if metric.is_time() => Some((metric, per_unit)),
+                _ => None,
+            }
+        })
 }
 
 /// A key, normalised: ASCII lower case, spaces and dashes as `_`.
@@ -341,7 +399,9 @@ fn unit_word(w: &[u8]) -> Option<Unit> {
         b"TiB" | b"TB" => Unit::Size(TIB),
         b"samples/s" | b"samples/sec" | b"sample/s" => Unit::Rate(Metric::SamplesPerSecond),
         b"tokens/s" | b"tokens/sec" | b"tok/s" => Unit::Rate(Metric::TokensPerSecond),
-        b"ms" | b"s" | b"sec" | b"%" => Unit::Other,
+        b"ms" => Unit::Time(0.001),
+        b"s" | b"sec" => Unit::Time(1.0),
+        b"%" => Unit::Other,
         _ => return None,
     };
     Some(unit)
@@ -455,6 +515,7 @@ fn lex(line: &[u8], start: usize) -> Result<Token, usize> {
     let next = at(j);
     let mut unit = Unit::None;
     let mut end = j;
+    let mut spaced_time = None;
     if next.is_ascii_alphabetic() || next == b'%' {
         if next == b'%' {
             unit = Unit::Other;
@@ -476,8 +537,10 @@ fn lex(line: &[u8], start: usize) -> Result<Token, usize> {
             .take(3)
             .take_while(|&&b| b == b' ')
             .count();
-        if let Some((u, e)) = unit_at(line, j + spaces) {
-            if !matches!(u, Unit::Other) {
+        match unit_at(line, j + spaces) {
+            Some((Unit::Time(per_unit), e)) => spaced_time = Some((per_unit, e)),
+            Some((Unit::Other, _)) | None => {}
+            Some((u, e)) => {
                 unit = u;
                 end = e;
             }
@@ -488,6 +551,7 @@ fn lex(line: &[u8], start: usize) -> Result<Token, usize> {
         end,
         value,
         unit,
+        spaced_time,
     })
 }
 
@@ -604,6 +668,8 @@ mod tests {
                 (Metric::GradNorm, 1.234),
                 (Metric::LearningRate, 1.5e-4),
                 (Metric::LossScale, 65536.0),
+                // `elapsed time per iteration (ms): 1234.5`, in seconds.
+                (Metric::StepTime, 1.2345),
             ]
         );
     }
@@ -621,7 +687,12 @@ mod tests {
         assert_eq!(step, Some(100));
         assert_eq!(
             values,
-            vec![(Metric::Loss, 2.3456), (Metric::SamplesPerSecond, 125.0)]
+            vec![
+                (Metric::Loss, 2.3456),
+                (Metric::SamplesPerSecond, 125.0),
+                // `iter time (s): 0.512`.
+                (Metric::StepTime, 0.512),
+            ]
         );
     }
 
@@ -665,6 +736,110 @@ mod tests {
         assert_eq!(v[1].0, Metric::MemAllocated);
         let (_, v) = get("{\"loss\": 2.5}").unwrap();
         assert_eq!(v, vec![(Metric::Loss, 2.5)]);
+    }
+
+    // The shape of fixtures/metrics/dataloader_bottleneck/train.log.
+    #[test]
+    fn step_and_data_time() {
+        let (step, values) =
+            get("step 119 | loss 2.2928 | step_time 0.271s | data_time 0.268s | 236.5 samples/s")
+                .unwrap();
+        assert_eq!(step, Some(119));
+        assert_eq!(
+            values,
+            vec![
+                (Metric::Loss, 2.2928),
+                (Metric::SamplesPerSecond, 236.5),
+                (Metric::StepTime, 0.271),
+                (Metric::DataTime, 0.268),
+            ]
+        );
+    }
+
+    #[test]
+    fn time_units_after_the_value_or_in_the_key() {
+        let times = |line: &str| -> Vec<(Metric, f64)> {
+            get(line)
+                .unwrap()
+                .1
+                .into_iter()
+                .filter(|(m, _)| m.is_time())
+                .collect()
+        };
+        let both = |step: f64, data: f64| vec![(Metric::StepTime, step), (Metric::DataTime, data)];
+        assert_eq!(
+            times("step 3 iter_time 271ms data_wait 250ms"),
+            both(0.271, 0.25)
+        );
+        assert_eq!(
+            times("step 3 | batch_time 0.27 sec | data_time 0.25 s"),
+            both(0.27, 0.25)
+        );
+        assert_eq!(
+            times("step 3 iteration_time 2 s data_load_time 1 s"),
+            both(2.0, 1.0)
+        );
+        assert_eq!(
+            times("iter 3: time_per_step=0.5 dataloader_time=0.25"),
+            both(0.5, 0.25)
+        );
+        assert_eq!(
+            times("step=3 step_time_ms=271 data_time_s=0.25"),
+            both(0.271, 0.25)
+        );
+        assert_eq!(
+            times("iteration 3 | step time (ms): 271.0 | data loading time (s): 0.25"),
+            both(0.271, 0.25)
+        );
+        assert_eq!(
+            times("{'loss': 0.5, 'step_time': '0.3', 'data_time': '0.1'}"),
+            both(0.3, 0.1)
+        );
+        // A time unit after a space belongs to the time key only: the next
+        // key is read after it.
+        assert_eq!(
+            get("step 3 step_time 0.3 s loss 0.5").unwrap().1,
+            vec![(Metric::Loss, 0.5), (Metric::StepTime, 0.3)]
+        );
+    }
+
+    #[test]
+    fn time_needs_a_time_unit_or_none() {
+        for line in [
+            "step 3 | data_time 25% | loss 0.5",
+            "step 3 | data_time 1.5MiB | loss 0.5",
+            "step 3 | data_time (%): 25 | loss 0.5",
+            "step 3 | data_time -0.5s | loss 0.5",
+        ] {
+            let (_, values) = get(line).unwrap();
+            assert_eq!(values, vec![(Metric::Loss, 0.5)], "{line}");
+        }
+    }
+
+    #[test]
+    fn clock_times_and_prose_are_not_step_times() {
+        for line in [
+            "time 12:30",
+            "step_time 12:30 data_time 12:31",
+            "step 3 at 12:30:01.5 data time 12:30",
+            "the data loading time was 3 s and the step took 4 s",
+            "waited 0.5 s for data, step took 0.6 s",
+            "data_time 0.268s",
+            "Epoch 1 finished in 42.0 s, time 12:30",
+        ] {
+            assert_eq!(get(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn other_metrics_read_as_before_time_units() {
+        // `s`, `ms`, `sec` after a non-time metric: as before, a spaced one
+        // is left alone and a glued one makes the value unreadable.
+        let (_, v) = get("step 3 loss 0.5 s lr 0.1").unwrap();
+        assert_eq!(v, vec![(Metric::Loss, 0.5)]);
+        let (_, v) = get("step 3 loss 0.5ms lr 0.1").unwrap();
+        assert_eq!(v, vec![(Metric::LearningRate, 0.1)]);
+        assert_eq!(get("step 3s loss 0.5"), None);
     }
 
     #[test]

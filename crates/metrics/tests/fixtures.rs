@@ -179,3 +179,43 @@ fn throughput_collapse_in_the_interleaved_console() {
         vec![(Some(0), 202, COLLAPSE[0]), (Some(1), 203, COLLAPSE[1])]
     );
 }
+
+/// A DataLoader whose dataset sleeps 4 ms a sample (num_workers=0): each
+/// step waits 0.268 s of its 0.271 s for the batch.
+#[test]
+fn data_loading_dominates_the_steps() {
+    assert_eq!(
+        one("metrics/dataloader_bottleneck/train.log"),
+        (
+            None,
+            121,
+            "trend: data loading takes 99% of each step (median data time 0.268 s, step time 0.271 s, from step 60 to step 120)".to_owned()
+        )
+    );
+}
+
+/// The nvidia-smi series recorded next to it: 0 to 1 % while the process
+/// held its memory; the rows before and after it (0 MiB) do not count.
+#[test]
+fn an_idle_gpu_in_the_nvidia_smi_series() {
+    assert_eq!(
+        one("metrics/dataloader_bottleneck/gpu_util.csv"),
+        (
+            None,
+            96,
+            "trend: GPU 0 utilisation is 0% (median of 84 samples, at most 1%, while up to 915.0 MiB of its memory was in use, from 2026/11/29 20:39:33.098 to 2026/11/29 20:40:14.643)".to_owned()
+        )
+    );
+}
+
+/// The GPU-bound counterpart: data time 0.006 s of 0.305 s, 93 to 100 %
+/// utilisation.
+#[test]
+fn a_gpu_bound_run_has_no_data_trend() {
+    for rel in [
+        "metrics/gpu_bound/train.log",
+        "metrics/gpu_bound/gpu_util.csv",
+    ] {
+        assert_eq!(trends_of(rel), vec![], "{rel}");
+    }
+}
