@@ -9,6 +9,7 @@ mod hostile;
 mod knowledge;
 mod processes;
 mod rules;
+mod timeline;
 mod tracebacks;
 mod util;
 mod versions;

@@ -1,6 +1,7 @@
 //! Collapsing matches into findings: one per rule and rank, with a count,
 //! the first location, a few evidence lines and the first captures.
 
+use coroner_logs::{line_time, strip_rank_prefix};
 use coroner_model::{Context, Evidence, Finding, Location, Traceback};
 use coroner_rules::{Match, RuleSet};
 use std::collections::HashMap;
@@ -144,6 +145,7 @@ impl FindingTable {
                         input: input.to_owned(),
                         line: anchor.number,
                         byte_offset: anchor.offset,
+                        time: line_time(strip_rank_prefix(&anchor.text).rest).map(|t| t.display()),
                     },
                     order: (self.input, anchor.number),
                     evidence: Vec::new(),

@@ -1,7 +1,8 @@
 //! Naming one root cause among the findings.
 //!
 //! The root cause is the most severe *cause* finding of error severity or
-//! above, the earliest among equals. A *symptom* (a peer's connection
+//! above, the earliest among equals: by the wall-clock time of its line
+//! when every one of them has one, else by order of appearance. A *symptom* (a peer's connection
 //! reset, a launcher's summary) is named only when no cause was found, and
 //! the summary says so. Warnings, info and context findings are never
 //! promoted: with nothing else, the answer is `unknown`.
@@ -13,12 +14,24 @@ use coroner_model::{Category, Finding, InputSummary, Role, RootCause, Severity};
 /// appearance. `findings` must be in order of first appearance.
 pub fn choose(mut findings: Vec<Finding>, inputs: &[InputSummary]) -> (RootCause, Vec<Finding>) {
     let pick = |role: Role| {
-        findings
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.role == role && f.severity >= Severity::Error)
-            .max_by(|(ia, a), (ib, b)| a.severity.cmp(&b.severity).then(ib.cmp(ia)))
-            .map(|(i, _)| i)
+        let candidates = || {
+            findings
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.role == role && f.severity >= Severity::Error)
+        };
+        let top = candidates().map(|(_, f)| f.severity).max()?;
+        let tied = || candidates().filter(|(_, f)| f.severity == top);
+        // The earliest by the time its line shows when every tied finding
+        // has one (across inputs, the order of the files says nothing),
+        // else the first seen.
+        let timed: Option<Vec<(&str, usize)>> = tied()
+            .map(|(i, f)| f.first_seen.time_of_year().map(|t| (t, i)))
+            .collect();
+        match timed {
+            Some(timed) => timed.into_iter().min().map(|(_, i)| i),
+            None => tied().next().map(|(i, _)| i),
+        }
     };
     let chosen = pick(Role::Cause)
         .map(|i| (i, false))
@@ -157,6 +170,7 @@ mod tests {
                 input: "log".to_owned(),
                 line,
                 byte_offset: 0,
+                time: None,
             },
             evidence: Vec::new(),
             captures: Default::default(),

@@ -4,7 +4,8 @@
 //! every line of a rank's output (`[rank3]:` from PyTorch,
 //! `[default3]:` from `torchrun --tee`) and reports the rank they name.
 //! [`TracebackReader`] reads Python tracebacks, chained ones included, into
-//! their exceptions and frames.
+//! their exceptions and frames. [`line_time`] reads the wall-clock time a
+//! line starts with.
 #![forbid(unsafe_code)]
 // Inputs are untrusted: no panicking shortcuts on the bytes they hold.
 #![cfg_attr(
@@ -18,7 +19,9 @@
 )]
 
 mod prefix;
+mod timestamp;
 mod traceback;
 
 pub use prefix::{strip_rank_prefix, Prefixed};
+pub use timestamp::{line_time, LineTime};
 pub use traceback::{RankedTraceback, TracebackReader};

@@ -11,6 +11,20 @@ pub struct Location {
     pub line: u64,
     /// Byte offset of the start of the line in the (decompressed) input.
     pub byte_offset: u64,
+    /// The wall-clock time the line starts with, when it has one:
+    /// `2026-11-29T17:16:18.664318`, or `11-29T17:16:18.664318` from forms
+    /// that print no year (glog, syslog).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+}
+
+impl Location {
+    /// The time as month, day and time of day, comparable across forms
+    /// with and without a year.
+    pub fn time_of_year(&self) -> Option<&str> {
+        let t = self.time.as_deref()?;
+        t.get(t.len().checked_sub(21)?..)
+    }
 }
 
 /// A line that supports a finding.
