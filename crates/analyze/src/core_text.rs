@@ -96,53 +96,13 @@ fn crash_line(core: &HostCore, crashed: Option<&HostThread>) -> Option<String> {
             let _ = write!(line, ", sent by pid {pid}");
         }
     }
-    if let Some(frame) = crashed.and_then(|t| deciding_frame(&t.frames)) {
+    if let Some(frame) = crashed.and(coroner_hostcore::deciding_frame(core)) {
         let _ = write!(line, ", in {}", frame_text(frame));
     }
     if let Some(library) = &core.fault_library {
         let _ = write!(line, " [{}]", library_text(library));
     }
     Some(line)
-}
-
-/// The frame that explains a crash: the innermost one, except that the
-/// frames of the C library and the C++ runtime that carry out an abort
-/// (`raise`, `abort`, `std::terminate`, ...) are looked past.
-fn deciding_frame(frames: &[Frame]) -> Option<&Frame> {
-    frames
-        .iter()
-        .find(|f| !is_abort_machinery(f))
-        .or_else(|| frames.first())
-}
-
-fn is_abort_machinery(frame: &Frame) -> bool {
-    let module = frame.module.as_deref().unwrap_or("");
-    let runtime = [
-        "libc.so",
-        "libc-",
-        "libstdc++",
-        "libc++",
-        "libgcc_s",
-        "libpthread",
-    ]
-    .iter()
-    .any(|m| module.rsplit('/').next().unwrap_or(module).starts_with(m));
-    let function = frame.function.as_deref().unwrap_or("");
-    let aborting = [
-        "raise",
-        "abort",
-        "gsignal",
-        "pthread_kill",
-        "__pthread_kill",
-        "std::terminate",
-        "__cxa_throw",
-        "__cxa_rethrow",
-        "__gnu_cxx::__verbose_terminate_handler",
-        "__cxxabiv1::",
-    ]
-    .iter()
-    .any(|name| function.contains(name));
-    runtime || aborting
 }
 
 fn library_text(library: &str) -> String {

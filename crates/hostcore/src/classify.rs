@@ -61,18 +61,25 @@ fn is_runtime(path: &str) -> bool {
         || name.starts_with("libgcc_s")
 }
 
-/// `fault_library` for a host core whose first thread crashed.
-pub fn fault_library(core: &HostCore) -> Option<String> {
-    let thread = core.threads.first()?;
+/// The frame that explains how the crashed thread died: past the frames
+/// of a signal handler (the interrupted frames are the crash), and for
+/// SIGABRT past the C library and C++ runtime frames that only carry an
+/// abort out (`raise`, `abort`, `std::terminate`, `__cxa_throw`, ...), so
+/// the frame that decided to abort. The innermost frame otherwise.
+pub fn deciding_frame(core: &HostCore) -> Option<&Frame> {
+    let thread = core
+        .threads
+        .iter()
+        .find(|t| t.crashed)
+        .or_else(|| core.threads.first())?;
     let signal = core.signal.as_ref().map_or(0, |s| s.number);
-    // After a signal handler, the interrupted frames are the crash.
     let start = thread
         .frames
         .iter()
         .position(|f| f.trust == crate::unwind::TRUST_SIGNAL)
         .unwrap_or(0);
     let frames = thread.frames.get(start..).unwrap_or_default();
-    let chosen: Option<&Frame> = if signal == SIGABRT {
+    if signal == SIGABRT {
         frames
             .iter()
             .find(|f| {
@@ -83,8 +90,12 @@ pub fn fault_library(core: &HostCore) -> Option<String> {
             .or_else(|| frames.first())
     } else {
         frames.first()
-    };
-    let frame = chosen?;
+    }
+}
+
+/// `fault_library`: the library family of the [`deciding_frame`].
+pub fn fault_library(core: &HostCore) -> Option<String> {
+    let frame = deciding_frame(core)?;
     let Some(path) = frame.module.as_deref() else {
         return Some("unknown".to_string());
     };

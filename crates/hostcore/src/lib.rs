@@ -35,6 +35,7 @@ use std::path::PathBuf;
 
 use coroner_model::{Frame, HostCore, HostThread, Process, Signal};
 
+pub use crate::classify::deciding_frame;
 use crate::memory::Memory;
 use crate::modules::{Modules, OpenFiles};
 use crate::regs::Arch;

@@ -8,7 +8,8 @@ pub struct Prefixed<'a> {
 }
 
 /// Removes leading `[rankN]:` and `[<role>N]:` prefixes (in any order and
-/// number) and the spaces after them.
+/// number) and the spaces after them, then a program's own `[rankN] ` tag
+/// (no colon, a space after it).
 pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
     let mut rest = line;
     let mut rank = None;
@@ -21,10 +22,28 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
         }
         rest = after.trim_start_matches(' ');
     }
+    if let Some((number, after)) = own_rank_tag(rest) {
+        rank = rank.or(Some(number));
+        rest = after;
+    }
     Prefixed {
         rank: rank.or(role_rank),
         rest,
     }
+}
+
+/// `[rank3] ` at the start of `s`: the rank and what follows the space.
+fn own_rank_tag(s: &str) -> Option<(u32, &str)> {
+    let inner = s.strip_prefix("[rank")?;
+    let close = inner.find("] ")?;
+    let digits = inner.get(..close)?;
+    if digits.is_empty() || digits.len() > 7 || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some((
+        digits.parse().ok()?,
+        inner.get(close + 2..)?.trim_start_matches(' '),
+    ))
 }
 
 /// Parses `[<letters><digits>]:` at the start of `s`.
@@ -64,9 +83,21 @@ mod tests {
     }
 
     #[test]
+    fn a_programs_own_rank_tag() {
+        let p = strip_rank_prefix("[rank1] step 10: out of memory in forward");
+        assert_eq!(
+            (p.rank, p.rest),
+            (Some(1), "step 10: out of memory in forward")
+        );
+        let p = strip_rank_prefix("[default0]:[rank0] step 3 loss 0.5");
+        assert_eq!((p.rank, p.rest), (Some(0), "step 3 loss 0.5"));
+    }
+
+    #[test]
     fn other_brackets_are_left_alone() {
         for line in [
-            "[rank1] started pid=2000",
+            "[rank] started pid=2000",
+            "[rank1]started",
             "[W1129 15:15:02.540364146 ProcessGroupNCCL.cpp:1575] Warning",
             "[2026-11-29 15:15:02] vm:1709:1709 [0] bootstrap.cc:114 NCCL WARN",
             "[0]:",

@@ -33,7 +33,8 @@
 //! `key=value` or as a quoted dictionary key; a tqdm bar's own `it/s` and a
 //! Hugging Face end-of-run summary (`train_runtime`) are not read. When a
 //! line still carries carriage returns, its last segment holding metrics is
-//! read; a leading `[rankN] ` names the rank when the caller did not.
+//! read. The caller removes rank prefixes (`[rank3]:`, a program's own
+//! `[rank3] ` tag) first and names the rank.
 //!
 //! # GPU monitoring series
 //!
@@ -195,10 +196,7 @@ impl MetricCollector {
         if !self.key_words.any_in(line) || self.gpu_csv.header(line) {
             return;
         }
-        let (line, rank) = match rank {
-            Some(rank) => (line, Some(rank)),
-            None => rank_prefix(line),
-        };
+
         let Some(reading) = read_segments(line) else {
             return;
         };
@@ -326,35 +324,10 @@ fn read_segments(line: &[u8]) -> Option<parse::Reading> {
     line.rsplit(|&b| b == b'\r').find_map(parse::parse)
 }
 
-/// A leading `[rankN] ` (a program's own tag, which launchers' prefix
-/// strippers leave because it has no colon) names the rank.
-fn rank_prefix(line: &[u8]) -> (&[u8], Option<u32>) {
-    let Some(rest) = line.strip_prefix(b"[rank") else {
-        return (line, None);
-    };
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    let (number, after) = rest.split_at(digits);
-    let rank = std::str::from_utf8(number)
-        .ok()
-        .filter(|n| (1..=7).contains(&n.len()))
-        .and_then(|n| n.parse().ok());
-    match (rank, after.strip_prefix(b"] ")) {
-        (Some(rank), Some(after)) => (after, Some(rank)),
-        _ => (line, None),
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn own_rank_tag_names_the_rank() {
-        assert_eq!(rank_prefix(b"[rank12] step 1").1, Some(12));
-        assert_eq!(rank_prefix(b"[rank] step 1").1, None);
-        assert_eq!(rank_prefix(b"[rank1]: step 1").1, None);
-    }
 
     #[test]
     fn carriage_return_segments() {

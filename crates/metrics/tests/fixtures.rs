@@ -1,12 +1,13 @@
 //! The collector on the repository's real training logs, fed as the
 //! analysis pipeline feeds it: one line at a time, trailing CR and
-//! launcher prefixes (`[default0]:`, `[rank0]:`) removed, the rank taken
-//! from the prefix or the file's path.
+//! rank prefixes removed by `coroner_logs::strip_rank_prefix`, the rank
+//! taken from the prefix or else the file's path.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 
+use coroner_logs::strip_rank_prefix;
 use coroner_metrics::{MetricCollector, Trend};
 
 fn fixture(rel: &str) -> PathBuf {
@@ -15,34 +16,17 @@ fn fixture(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-/// Removes leading `[<letters>N]:` prefixes; returns the rank they name.
-fn strip_prefix(mut line: &[u8]) -> (&[u8], Option<u32>) {
-    let mut rank = None;
-    while let Some(inner) = line.strip_prefix(b"[") {
-        let Some(close) = inner.windows(2).position(|w| w == b"]:") else {
-            break;
-        };
-        let tag = &inner[..close];
-        let digits = tag.iter().rev().take_while(|b| b.is_ascii_digit()).count();
-        if digits == 0 || digits == tag.len() {
-            break;
-        }
-        let number = std::str::from_utf8(&tag[tag.len() - digits..]).unwrap();
-        let n: u32 = number.parse().unwrap();
-        if tag.starts_with(b"rank") || rank.is_none() {
-            rank = Some(n);
-        }
-        line = &inner[close + 2..];
-    }
-    (line, rank)
-}
-
 fn feed(collector: &mut MetricCollector, path: &Path, rank: Option<u32>) {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let (line, prefixed) = strip_prefix(raw);
-        collector.line(line, i as u64 + 1, rank.or(prefixed));
+        let text = String::from_utf8_lossy(raw);
+        let prefixed = strip_rank_prefix(&text);
+        collector.line(
+            prefixed.rest.as_bytes(),
+            i as u64 + 1,
+            prefixed.rank.or(rank),
+        );
     }
 }
 
