@@ -531,3 +531,22 @@ fn a_gpu_bound_run_has_no_data_loading_finding() {
     assert_eq!(code, 0);
     assert_eq!(data_loading_findings(&report), vec![]);
 }
+
+/// Two processes on one H200: one holds 130 GiB, the other runs out of
+/// memory on a 1.12 GiB request while using 8.63 GiB itself.
+#[test]
+fn an_oom_caused_by_another_process_is_contention() {
+    let (report, code) = analyze_json(&["fixtures/multi-gpu/contention"]);
+    assert_eq!(code, 1);
+    let root = &report["root_cause"];
+    assert_eq!(root["category"], "gpu-contention");
+    assert_eq!(root["rule"], "torch-cuda-oom-other-process");
+    let summary = root["summary"].as_str().unwrap();
+    assert!(summary.contains("process 446 has 130.51 GiB"), "{summary}");
+    // The plain OOM reading of the same line is superseded.
+    assert!(!report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["rule"] == "torch-cuda-out-of-memory"));
+}
