@@ -7,6 +7,7 @@ mod cores;
 mod fixtures;
 mod hostile;
 mod knowledge;
+mod prefixes;
 mod processes;
 mod rules;
 mod timeline;

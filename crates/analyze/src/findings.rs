@@ -145,7 +145,9 @@ impl FindingTable {
                         input: input.to_owned(),
                         line: anchor.number,
                         byte_offset: anchor.offset,
-                        time: line_time(strip_rank_prefix(&anchor.text).rest).map(|t| t.display()),
+                        time: line_time(&anchor.text)
+                            .or_else(|| line_time(strip_rank_prefix(&anchor.text).rest))
+                            .map(|t| t.display()),
                     },
                     order: (self.input, anchor.number),
                     evidence: Vec::new(),

@@ -7,13 +7,22 @@ pub struct Prefixed<'a> {
     pub rest: &'a str,
 }
 
-/// Removes leading `[rankN]:` and `[<role>N]:` prefixes (in any order and
-/// number) and the spaces after them, then a program's own `[rankN] ` tag
-/// (no colon, a space after it).
+/// Removes what launchers and log collectors put in front of a program's
+/// lines, in this order: a collector's RFC 3339 time (`kubectl logs
+/// --timestamps`, `docker logs -t`: `2026-11-29T21:00:10.123456789Z `),
+/// Slurm's task label (`srun --label`: `3: `, the task number), leading
+/// `[rankN]:` and `[<role>N]:` prefixes (in any order and number) and the
+/// spaces after them, then a program's own `[rankN] ` tag (no colon, a
+/// space after it). The rank is the `[rankN]` one, else the label's or the
+/// role's number.
 pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
-    let mut rest = line;
+    let mut rest = strip_collector_time(line);
     let mut rank = None;
     let mut role_rank = None;
+    if let Some((task, after)) = slurm_label(rest) {
+        role_rank = Some(task);
+        rest = after;
+    }
     while let Some((tag, number, after)) = bracket_prefix(rest) {
         if tag == "rank" {
             rank = Some(number);
@@ -30,6 +39,46 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
         rank: rank.or(role_rank),
         rest,
     }
+}
+
+/// `s` without a leading RFC 3339 time with `T` and a zone (`Z` or
+/// `+01:00`) followed by a space.
+fn strip_collector_time(s: &str) -> &str {
+    let b = s.as_bytes();
+    let shaped = b.len() > 20
+        && b.get(4) == Some(&b'-')
+        && b.get(7) == Some(&b'-')
+        && b.get(10) == Some(&b'T')
+        && b.get(13) == Some(&b':')
+        && b.iter().take(4).all(u8::is_ascii_digit);
+    if !shaped {
+        return s;
+    }
+    let Some(space) = s.find(' ').filter(|&i| i <= 40) else {
+        return s;
+    };
+    let stamp = s.get(..space).unwrap_or_default();
+    let zoned = stamp.ends_with('Z')
+        || stamp
+            .get(stamp.len().saturating_sub(6)..)
+            .is_some_and(|z| z.starts_with(['+', '-']) && z.as_bytes().get(3) == Some(&b':'));
+    if zoned {
+        s.get(space + 1..).unwrap_or_default()
+    } else {
+        s
+    }
+}
+
+/// Slurm's `srun --label` prefix: the task number, right-aligned, then
+/// `: ` (`3: `, ` 3: `, `12: `).
+fn slurm_label(s: &str) -> Option<(u32, &str)> {
+    let trimmed = s.trim_start_matches(' ');
+    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || digits > 6 || s.len() - trimmed.len() > 6 {
+        return None;
+    }
+    let after = trimmed.get(digits..)?.strip_prefix(": ")?;
+    Some((trimmed.get(..digits)?.parse().ok()?, after))
 }
 
 /// `[rank3] ` at the start of `s`: the rank and what follows the space.
@@ -91,6 +140,32 @@ mod tests {
         );
         let p = strip_rank_prefix("[default0]:[rank0] step 3 loss 0.5");
         assert_eq!((p.rank, p.rest), (Some(0), "step 3 loss 0.5"));
+    }
+
+    #[test]
+    fn collector_times_and_slurm_labels() {
+        let p = strip_rank_prefix(
+            "2026-11-29T21:00:10.123456789Z [rank1]: Traceback (most recent call last):",
+        );
+        assert_eq!(
+            (p.rank, p.rest),
+            (Some(1), "Traceback (most recent call last):")
+        );
+        let p = strip_rank_prefix("2026-11-29T21:00:10+01:00 step 3 loss 0.5");
+        assert_eq!((p.rank, p.rest), (None, "step 3 loss 0.5"));
+        let p = strip_rank_prefix(
+            "3: RuntimeError: CUDA error: an illegal memory access was encountered",
+        );
+        assert_eq!(p.rank, Some(3));
+        assert!(p.rest.starts_with("RuntimeError"));
+        let p = strip_rank_prefix(" 3: [rank11]: x");
+        assert_eq!((p.rank, p.rest), (Some(11), "x"));
+        // A time that is the program's own, with no zone, stays.
+        let own = "2026-11-29T21:00:10 step 3";
+        assert_eq!(strip_rank_prefix(own).rest, own);
+        for line in ["12:30 lunch", "3:x", "1234567: x"] {
+            assert_eq!(strip_rank_prefix(line).rest, line, "{line}");
+        }
     }
 
     #[test]
