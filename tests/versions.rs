@@ -111,3 +111,33 @@ fn real_report_lines_are_read_once_a_version_differs() {
         "{nccl:#}"
     );
 }
+
+/// NCCL's own version line against PyTorch's build, from two real reports;
+/// the NCCL line changed from `+cuda13.0` to `+cuda12.8`.
+#[test]
+fn an_nccl_for_another_cuda_major_than_pytorch_is_a_library_mismatch() {
+    let dir = std::env::temp_dir().join(format!("coroner-nccl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        "fixtures/real-gpu/system/collect_env.txt",
+        dir.join("collect_env.txt"),
+    )
+    .unwrap();
+    let console = std::fs::read_to_string("fixtures/multi-gpu/raise/console.log").unwrap();
+    assert!(console.contains("NCCL version 2.28.9+cuda13.0"));
+    let run = |console: &str| {
+        std::fs::write(dir.join("console.log"), console).unwrap();
+        let (report, _) = analyze_json(&[dir.to_str().unwrap()]);
+        rules_of(&report)
+    };
+    assert!(!run(&console).contains(&"env-nccl-cuda-mismatch".to_owned()));
+    let found = run(&console.replace(
+        "NCCL version 2.28.9+cuda13.0",
+        "NCCL version 2.28.9+cuda12.8",
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        found.contains(&"env-nccl-cuda-mismatch".to_owned()),
+        "{found:?}"
+    );
+}

@@ -127,50 +127,82 @@ struct Driver {
 /// rules make of each mismatch to `table`. `inputs` are the incident's
 /// inputs, by position.
 pub(crate) fn scan_versions(table: &mut FindingTable, rules: &RuleSet, inputs: &[Input]) {
-    let Some(driver) = driver(table, rules) else {
+    let builds = builds(table, rules);
+    let mut facts: Vec<(String, &Build, Vec<Evidence>)> = Vec::new();
+    if let Some(driver) = driver(table, rules) {
+        for build in &builds {
+            let relation = match build.cuda.0.cmp(&driver.cuda.0) {
+                Ordering::Greater => "an older major version",
+                Ordering::Equal if build.cuda.1 > driver.cuda.1 => "the same major version",
+                _ => continue,
+            };
+            let driver_name = driver
+                .version
+                .as_ref()
+                .map(|v| format!(" {v}"))
+                .unwrap_or_default();
+            let sentence = format!(
+                "versions: {} {} CUDA {}; the NVIDIA driver{driver_name} supports CUDA up to {} ({relation})",
+                build.what, build.verb, build.cuda, driver.cuda
+            );
+            facts.push((sentence, build, driver.evidence.clone()));
+        }
+    }
+    // NCCL built for another CUDA major version than PyTorch: a separately
+    // installed NCCL is loaded instead of the one PyTorch ships with.
+    let torch = builds.iter().find(|b| b.what.starts_with("PyTorch"));
+    let nccl = builds.iter().find(|b| b.what.starts_with("NCCL"));
+    if let (Some(torch), Some(nccl)) = (torch, nccl) {
+        if torch.cuda.0 != nccl.cuda.0 {
+            let sentence = format!(
+                "versions: {} is built for CUDA {} but {} for CUDA {} (different major versions)",
+                nccl.what, nccl.cuda, torch.what, torch.cuda
+            );
+            facts.push((
+                sentence,
+                nccl,
+                torch.finding.evidence.iter().take(1).cloned().collect(),
+            ));
+        }
+    }
+    for (sentence, build, more) in facts {
+        scan_fact(table, rules, inputs, &sentence, build, &more);
+    }
+}
+
+/// Scans one comparison with the rules and adds what they find to
+/// `table`, placed at the line that stated `build`, with `more` evidence.
+fn scan_fact(
+    table: &mut FindingTable,
+    rules: &RuleSet,
+    inputs: &[Input],
+    sentence: &str,
+    build: &Build,
+    more: &[Evidence],
+) {
+    let Some(source) = inputs.get(build.input) else {
         return;
     };
-    for build in builds(table, rules) {
-        let Some(relation) = (match build.cuda.0.cmp(&driver.cuda.0) {
-            Ordering::Greater => Some("an older major version"),
-            Ordering::Equal if build.cuda.1 > driver.cuda.1 => Some("the same major version"),
-            _ => None,
-        }) else {
-            continue;
-        };
-        let driver_name = driver
-            .version
-            .as_ref()
-            .map(|v| format!(" {v}"))
-            .unwrap_or_default();
-        let sentence = format!(
-            "versions: {} {} CUDA {}; the NVIDIA driver{driver_name} supports CUDA up to {} ({relation})\n",
-            build.what, build.verb, build.cuda, driver.cuda
-        );
-        let Some(source) = inputs.get(build.input) else {
-            continue;
-        };
-        let input = Input {
-            display: source.display.clone(),
-            source: InputSource::Stdin,
-            rank: build.finding.rank,
-            explicit: true,
-        };
-        let mut own = FindingTable::for_input(build.input);
-        let mut summary = InputSummary::new(input.display.clone(), InputKind::EnvironmentFacts);
-        scan_text(
-            &input,
-            InputKind::EnvironmentFacts,
-            sentence.as_bytes(),
-            rules,
-            &mut own,
-            &mut summary,
-        );
-        let mut evidence: Vec<Evidence> = build.finding.evidence.iter().take(1).cloned().collect();
-        evidence.extend(driver.evidence.iter().cloned());
-        own.place_at(&build.finding.first_seen, &evidence);
-        table.merge(own);
-    }
+    let input = Input {
+        display: source.display.clone(),
+        source: InputSource::Stdin,
+        rank: build.finding.rank,
+        explicit: true,
+    };
+    let mut own = FindingTable::for_input(build.input);
+    let mut summary = InputSummary::new(input.display.clone(), InputKind::EnvironmentFacts);
+    scan_text(
+        &input,
+        InputKind::EnvironmentFacts,
+        format!("{sentence}\n").as_bytes(),
+        rules,
+        &mut own,
+        &mut summary,
+    );
+    let mut evidence: Vec<Evidence> = build.finding.evidence.iter().take(1).cloned().collect();
+    evidence.extend(more.iter().cloned());
+    own.place_at(&build.finding.first_seen, &evidence);
+    table.merge(own);
 }
 
 fn driver(table: &FindingTable, rules: &RuleSet) -> Option<Driver> {
