@@ -23,7 +23,7 @@ mod split;
 mod trends;
 mod versions;
 
-use coroner_ingest::{discover, open, Follow, Input, InputSource, Opened};
+use coroner_ingest::{discover, open, Follow, Input, InputSource, Opened, Prefetch};
 use coroner_model::{
     Finding, InputError, InputKind, InputSummary, Report, Stats, Tool, SCHEMA_VERSION,
 };
@@ -227,6 +227,12 @@ fn analyze_input(
                 let reader: Box<dyn std::io::Read + Send> = match (options.follow, &input.source) {
                     (Some(stop), InputSource::File(_)) => {
                         Box::new(Follow::new(opened.reader, stop))
+                    }
+                    // Reading a pipe or decompressing costs time the scan
+                    // would wait for: read ahead on another thread.
+                    (None, InputSource::Stdin) => Box::new(Prefetch::new(opened.reader)),
+                    (None, _) if opened.compression.is_some() => {
+                        Box::new(Prefetch::new(opened.reader))
                     }
                     _ => opened.reader,
                 };

@@ -31,6 +31,7 @@ mod follow;
 mod limits;
 mod mapped;
 mod open;
+mod prefetch;
 
 pub use blocks::{Block, BlockReader, BLOCK_LEN, MAX_LINE};
 pub use clean::clean_line;
@@ -39,3 +40,4 @@ pub use follow::Follow;
 pub use limits::{ExpansionLimit, CORE_EXPANSION, TEXT_EXPANSION};
 pub use mapped::Mapped;
 pub use open::{detect_kind, open, open_reader, Compression, Opened};
+pub use prefetch::Prefetch;
