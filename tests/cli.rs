@@ -507,3 +507,23 @@ fn special_files_and_link_loops_in_a_directory_are_skipped_not_waited_on() {
         );
     }
 }
+
+/// The report the README shows for its quick-start command is the one the
+/// binary prints.
+#[test]
+fn the_readme_quick_start_report_is_current() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let command = "$ coroner analyze fixtures/real-gpu/logs/torchrun_kill.log\n";
+    let start = readme.find(command).expect("the quick-start sample") + command.len();
+    let shown = &readme[start..start + readme[start..].find("```").unwrap()];
+    let out = run(
+        &[
+            "analyze",
+            "--format",
+            "human",
+            "fixtures/real-gpu/logs/torchrun_kill.log",
+        ],
+        None,
+    );
+    assert_eq!(shown, String::from_utf8_lossy(&out.stdout));
+}
