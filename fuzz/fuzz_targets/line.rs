@@ -1,6 +1,7 @@
-//! Arbitrary bytes as a log: each line cleaned of CR and colour codes and
-//! stripped of launcher prefixes, then the whole input through the
-//! built-in rules as the pipeline scans a file.
+//! Arbitrary bytes as a log: each line cleaned of CR and colour codes,
+//! stripped of launcher prefixes and read for a time, then the whole input
+//! through the built-in rules as the pipeline scans a file (which also
+//! reads Python tracebacks).
 #![no_main]
 
 use coroner_rules::{RuleSet, RuleSources};
@@ -29,6 +30,10 @@ fuzz_target!(|data: &[u8]| {
         let text = String::from_utf8_lossy(clean);
         let prefixed = coroner_logs::strip_rank_prefix(&text);
         assert!(prefixed.rest.len() <= text.len());
+        if let Some(time) = coroner_logs::line_time(prefixed.rest) {
+            assert!((1..=12).contains(&time.month) && (1..=31).contains(&time.day));
+            assert!(time.nanos < 86_401 * 1_000_000_000);
+        }
     }
     for finding in coroner_analyze::examples::findings_in_bytes(rules(), data) {
         assert!(finding.count >= 1);

@@ -20,14 +20,18 @@ pub fn render(report: &Report, style: Style) -> String {
         .rank
         .map(|r| format!(" on rank {r}"))
         .unwrap_or_default();
+    let primary = crate::root_finding(report);
+    let time = primary
+        .and_then(|f| f.first_seen.time.as_deref())
+        .map(|t| format!(" at {}", readable_time(t)))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "{} {}{rank}",
+        "{} {}{rank}{time}",
         paint.bold("Root cause:"),
         paint.severity(root.severity, root.category.as_str())
     );
     wrap_into(&mut out, &root.summary, "  ", "  ", style.width);
-    let primary = crate::root_finding(report);
     if let Some(finding) = primary {
         out.push('\n');
         out.push_str(&diagnostic::render(
@@ -71,6 +75,17 @@ pub fn render(report: &Report, style: Style) -> String {
     }));
     write_inputs(&mut out, report, style);
     out
+}
+
+/// `2026-11-29T17:16:18.664318` as `2026-11-29 17:16:18.664`; a time
+/// printed to the second (`.000000`) as `2026-11-29 21:00:10`.
+fn readable_time(time: &str) -> String {
+    let time = time.replacen('T', " ", 1);
+    match time.rsplit_once('.') {
+        Some((seconds, fraction)) if fraction.bytes().all(|b| b == b'0') => seconds.to_owned(),
+        Some((seconds, fraction)) => format!("{seconds}.{}", fraction.get(..3).unwrap_or(fraction)),
+        None => time,
+    }
 }
 
 /// One line announcing a finding as soon as it is seen (following a live
