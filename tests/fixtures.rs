@@ -550,3 +550,25 @@ fn an_oom_caused_by_another_process_is_contention() {
         .iter()
         .any(|f| f["rule"] == "torch-cuda-out-of-memory"));
 }
+
+/// PyTorch's out-of-memory message under the cudaMallocAsync allocator
+/// (several lines, no "CUDA out of memory"), real on an H200.
+#[test]
+fn the_cuda_malloc_async_oom_message_is_read() {
+    for (log, rule, requested) in [
+        ("oom_async_filled.log", "torch-cuda-oom-async", "4.00 GiB"),
+        (
+            "oom_async_larger_than_gpu.log",
+            "torch-cuda-oom-async-larger-than-gpu",
+            "200.00 GiB",
+        ),
+    ] {
+        let (report, code) = analyze_json(&[&format!("fixtures/oom-async/{log}")]);
+        assert_eq!(code, 1, "{log}");
+        let root = &report["root_cause"];
+        assert_eq!(root["category"], "gpu-oom", "{log}");
+        assert_eq!(root["rule"], rule, "{log}");
+        assert_eq!(report["findings"][0]["captures"]["requested"], requested);
+        assert_eq!(report["findings"].as_array().unwrap().len(), 1, "{log}");
+    }
+}
