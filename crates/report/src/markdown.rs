@@ -1,7 +1,7 @@
 //! A Markdown summary for `$GITHUB_STEP_SUMMARY` and merge-request
 //! comments: the root cause as the heading, its summary, the evidence in a
-//! fenced block (`file:line: text`), what to do as a numbered list, then a
-//! table of the other findings.
+//! fenced block (`file:line: text`), the Python traceback it ends (folded),
+//! what to do as a numbered list, then a table of the other findings.
 
 use crate::{one_line, root_finding};
 use coroner_model::{Category, Report};
@@ -44,6 +44,17 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "{l}");
         }
         let _ = writeln!(out, "{fence}\n");
+    }
+    if let Some(traceback) = primary.and_then(|f| f.traceback.as_ref()) {
+        let text = crate::traceback_section::body(traceback, usize::MAX);
+        let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        let fence = fence_for(&lines);
+        out.push_str("<details><summary>Python traceback</summary>\n\n");
+        let _ = writeln!(out, "{fence}text");
+        for l in &lines {
+            let _ = writeln!(out, "{l}");
+        }
+        let _ = writeln!(out, "{fence}\n\n</details>\n");
     }
     if !root.remediation.is_empty() {
         out.push_str("**What to do**\n\n");

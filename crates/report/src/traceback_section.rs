@@ -9,8 +9,12 @@ use std::fmt::Write as _;
 const FRAMES: usize = 6;
 /// The section, headed by `heading`, its lines cut to `width` characters.
 pub(crate) fn render(traceback: &Traceback, heading: &str, width: usize) -> String {
+    format!("\n{heading}\n{}", body(traceback, width))
+}
+
+/// The chain without a heading: each exception, indented, with its frames.
+pub(crate) fn body(traceback: &Traceback, width: usize) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "\n{heading}");
     for exception in &traceback.exceptions {
         match exception.follows {
             Some(ChainLink::Cause) => out.push_str("  which was the direct cause of\n"),
