@@ -90,12 +90,14 @@ pub(crate) fn apply(findings: &mut [Finding], rules: &RuleSet) {
 }
 
 /// Drops the findings that a finding of a superseding rule replaces when
-/// both were first seen on the same line. The scanner applies `supersedes`
-/// line by line; a rule whose window completes on a later line cannot
-/// suppress a match that was already recorded, so this finishes the job.
-/// A superseded finding with more matches than the superseding one keeps
-/// the matches of other lines and stays.
+/// both were first seen on the same line, and the findings of a `fallback`
+/// rule first seen on the same line as another rule's. The scanner applies
+/// `supersedes` and `fallback` line by line; a rule whose window completes
+/// on a later line cannot suppress a match that was already recorded, so
+/// this finishes the job. A dropped finding with more matches than the one
+/// that replaces it keeps the matches of other lines and stays.
 pub(crate) fn drop_superseded(findings: &mut Vec<Finding>, rules: &RuleSet) {
+    let fallback = |rule: &str| rules.get(rule).is_some_and(|r| r.fallback);
     let superseded: Vec<usize> = findings
         .iter()
         .enumerate()
@@ -103,9 +105,11 @@ pub(crate) fn drop_superseded(findings: &mut Vec<Finding>, rules: &RuleSet) {
             findings.iter().any(|winner| {
                 winner.first_seen == victim.first_seen
                     && winner.count >= victim.count
-                    && rules
+                    && winner.rule != victim.rule
+                    && (rules
                         .get(&winner.rule)
                         .is_some_and(|r| r.supersedes.contains(&victim.rule))
+                        || (fallback(&victim.rule) && !fallback(&winner.rule)))
             })
         })
         .map(|(i, _)| i)

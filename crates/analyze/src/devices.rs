@@ -6,6 +6,7 @@
 //! finding of a rule that captures `busid`). Matching the two gives the
 //! Xid its rank, so that it joins that rank's other findings.
 
+use crate::ranks::attribute_ranks_by;
 use coroner_model::Finding;
 
 /// A PCI address as (bus, device), the part both forms share.
@@ -38,24 +39,15 @@ fn from_pci(address: &str) -> Option<Slot> {
 /// `gpu` or `pci` capture) the rank whose NCCL device sits at that address,
 /// when exactly one rank does.
 pub(crate) fn attribute_ranks(findings: &mut [Finding]) {
-    let mut slots: Vec<(Slot, u32)> = findings
-        .iter()
-        .filter_map(|f| Some((from_nccl(f.captures.get("busid")?)?, f.rank?)))
-        .collect();
-    slots.sort_unstable();
-    slots.dedup();
-    for f in findings.iter_mut().filter(|f| f.rank.is_none()) {
-        let Some(slot) = ["gpu", "pci"]
-            .iter()
-            .find_map(|k| f.captures.get(*k).and_then(|a| from_pci(a)))
-        else {
-            continue;
-        };
-        let mut ranks = slots.iter().filter(|(s, _)| *s == slot).map(|(_, r)| *r);
-        if let (Some(rank), None) = (ranks.next(), ranks.next()) {
-            f.rank = Some(rank);
-        }
-    }
+    attribute_ranks_by(
+        findings,
+        |f| from_nccl(f.captures.get("busid")?),
+        |f| {
+            ["gpu", "pci"]
+                .iter()
+                .find_map(|k| f.captures.get(*k).and_then(|a| from_pci(a)))
+        },
+    );
 }
 
 #[cfg(test)]

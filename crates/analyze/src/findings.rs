@@ -2,7 +2,7 @@
 //! the first location, a few evidence lines and the first captures.
 
 use coroner_logs::{line_time, strip_rank_prefix};
-use coroner_model::{Context, Evidence, Finding, Location, Traceback};
+use coroner_model::{cap_chars, Context, Evidence, Finding, Location, Traceback};
 use coroner_rules::{Match, RuleSet};
 use std::collections::HashMap;
 
@@ -269,13 +269,5 @@ impl Entry {
             explained_by: None,
             traceback: self.traceback,
         })
-    }
-}
-
-/// The first `max` characters of `s`, with `…` when cut.
-pub(crate) fn cap_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_owned(),
-        Some((at, _)) => format!("{}…", &s[..at]),
     }
 }

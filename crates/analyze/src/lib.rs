@@ -17,6 +17,7 @@ mod devices;
 pub mod examples;
 mod findings;
 mod processes;
+mod ranks;
 pub mod root_cause;
 mod scan;
 mod split;
@@ -204,56 +205,69 @@ fn analyze_input(
         ..InputSummary::new(input.display.clone(), opened.kind)
     };
     match opened.kind {
-        kind if kind.is_text() => match splittable(input, &opened, parts) {
-            Some((path, size)) => {
-                drop(opened);
-                let file = split::SplitFile {
-                    path,
-                    size,
-                    kind,
-                    parts,
-                };
-                if split::scan_split(input, &file, rules, table, &mut summary, options.on_finding)
-                    .is_err()
-                {
-                    summary.errors.push(InputError {
-                        message: "cannot reopen the file to scan it in parts".to_owned(),
-                        offset: None,
-                    });
+        kind if kind.is_text() => {
+            let metrics = match splittable(input, &opened, parts) {
+                Some((path, size)) => {
+                    drop(opened);
+                    let file = split::SplitFile {
+                        path,
+                        size,
+                        kind,
+                        parts,
+                    };
+                    match split::scan_split(
+                        input,
+                        &file,
+                        rules,
+                        table,
+                        &mut summary,
+                        options.on_finding,
+                    ) {
+                        Ok(metrics) => metrics,
+                        Err(_) => {
+                            summary.errors.push(InputError {
+                                message: "cannot reopen the file to scan it in parts".to_owned(),
+                                offset: None,
+                            });
+                            return summary;
+                        }
+                    }
                 }
-            }
-            None => {
-                let live = options.follow.is_some();
-                let reader: Box<dyn std::io::Read + Send> = match (options.follow, &input.source) {
-                    (Some(stop), InputSource::File(_)) => {
-                        Box::new(Follow::new(opened.reader, stop))
-                    }
-                    // Reading a pipe or decompressing costs time the scan
-                    // would wait for: read ahead on another thread.
-                    (None, InputSource::Stdin) => Box::new(Prefetch::new(opened.reader)),
-                    (None, _) if opened.compression.is_some() => {
-                        Box::new(Prefetch::new(opened.reader))
-                    }
-                    _ => opened.reader,
-                };
-                let part = scan::Part {
-                    reader,
-                    offset: 0,
-                    after: None::<&[u8]>,
-                    live,
-                };
-                let metrics = scan::scan_part(
-                    input,
-                    kind,
-                    part,
-                    rules,
-                    table,
-                    &mut summary,
-                    options.on_finding,
-                );
-                trends::scan_trends(input, &metrics, rules, table);
-            }
-        },
+                None => {
+                    let live = options.follow.is_some();
+                    let reader: Box<dyn std::io::Read + Send> =
+                        match (options.follow, &input.source) {
+                            (Some(stop), InputSource::File(_)) => {
+                                Box::new(Follow::new(opened.reader, stop))
+                            }
+                            // Reading a pipe or decompressing costs time the scan
+                            // would wait for: read ahead on another thread.
+                            (None, InputSource::Stdin) => Box::new(Prefetch::new(opened.reader)),
+                            (None, _) if opened.compression.is_some() => {
+                                Box::new(Prefetch::new(opened.reader))
+                            }
+                            _ => opened.reader,
+                        };
+                    let part = scan::Part {
+                        reader,
+                        offset: 0,
+                        after: None::<&[u8]>,
+                        live,
+                        metrics: true,
+                    };
+                    scan::scan_part(
+                        input,
+                        kind,
+                        part,
+                        rules,
+                        table,
+                        &mut summary,
+                        options.on_finding,
+                    )
+                }
+            };
+            trends::scan_trends(input, &metrics, rules, table);
+        }
         InputKind::ElfCore | InputKind::CudaGpuCore => {
             let default = coroner_hostcore::Options::default();
             let host = options.host_core.unwrap_or(&default);

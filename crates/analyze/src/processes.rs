@@ -15,6 +15,7 @@
 //!
 //! Pids repeat across hosts; a pid that maps to two ranks gives none.
 
+use crate::ranks::attribute_ranks_by;
 use coroner_model::{Category, Finding, InputKind, InputSummary, Role};
 
 fn pid(f: &Finding) -> Option<u32> {
@@ -24,24 +25,8 @@ fn pid(f: &Finding) -> Option<u32> {
 /// Applies both steps to `findings` (in order of first appearance);
 /// `inputs` tell which findings come from a kernel log.
 pub(crate) fn apply(findings: &mut [Finding], inputs: &[InputSummary]) {
-    attribute_ranks(findings);
+    attribute_ranks_by(findings, pid, pid);
     explain_kills(findings, inputs);
-}
-
-fn attribute_ranks(findings: &mut [Finding]) {
-    let mut known: Vec<(u32, u32)> = findings
-        .iter()
-        .filter_map(|f| Some((pid(f)?, f.rank?)))
-        .collect();
-    known.sort_unstable();
-    known.dedup();
-    for f in findings.iter_mut().filter(|f| f.rank.is_none()) {
-        let Some(p) = pid(f) else { continue };
-        let mut ranks = known.iter().filter(|(q, _)| *q == p).map(|(_, r)| *r);
-        if let (Some(rank), None) = (ranks.next(), ranks.next()) {
-            f.rank = Some(rank);
-        }
-    }
 }
 
 fn explain_kills(findings: &mut [Finding], inputs: &[InputSummary]) {

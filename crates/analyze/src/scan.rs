@@ -11,11 +11,11 @@
 //! lines after it, while a Python traceback is being read, and in blocks
 //! holding ANSI escapes (which can split a literal).
 
-use crate::findings::{cap_chars, EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
+use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use coroner_ingest::{clean_line, Block, BlockReader, MAX_LINE};
 use coroner_logs::{strip_rank_prefix, RankedTraceback, TracebackReader};
 use coroner_metrics::MetricCollector;
-use coroner_model::{Context, Finding, InputError, InputKind, InputSummary};
+use coroner_model::{cap_chars, Context, Finding, InputError, InputKind, InputSummary};
 use coroner_rules::{Line, Match, Rule, RuleSet, Scanner};
 use std::collections::VecDeque;
 use std::io::Read;
@@ -94,7 +94,8 @@ struct TextScan<'a> {
     matches: Vec<Match>,
     line: u64,
     truncated: u64,
-    metrics: MetricCollector,
+    /// `None` when the part's metrics are not wanted.
+    metrics: Option<MetricCollector>,
     tracebacks: TracebackReader,
     read_tracebacks: Vec<RankedTraceback>,
 }
@@ -114,6 +115,7 @@ pub(crate) fn scan_text(
         offset: 0,
         after: None::<&[u8]>,
         live: false,
+        metrics: false,
     };
     scan_part(input, kind, part, rules, table, summary, None);
 }
@@ -130,6 +132,9 @@ pub(crate) struct Part<R, A> {
     /// Hand lines to the rules as soon as they arrive (following a growing
     /// input) rather than a full buffer at a time.
     pub live: bool,
+    /// Sample training-metric lines for trends (a log of the job, not text
+    /// coroner wrote or a rule example).
+    pub metrics: bool,
 }
 
 /// Called with each new finding when it is first seen.
@@ -168,7 +173,7 @@ pub(crate) fn scan_part(
         matches: Vec::new(),
         line: 0,
         truncated: 0,
-        metrics: MetricCollector::new(),
+        metrics: part.metrics.then(MetricCollector::new),
         tracebacks: TracebackReader::new(),
         read_tracebacks: Vec::new(),
     };
@@ -208,7 +213,7 @@ pub(crate) fn scan_part(
             MAX_LINE >> 20
         ));
     }
-    scan.metrics
+    scan.metrics.unwrap_or_default()
 }
 
 impl TextScan<'_> {
@@ -255,6 +260,9 @@ impl TextScan<'_> {
     /// small block, [`METRIC_SAMPLES_PER_BLOCK`] evenly spaced ones in a
     /// large one (their numbers counted with one SIMD newline count).
     fn sample_metrics(&mut self, bytes: &[u8]) {
+        if self.metrics.is_none() {
+            return;
+        }
         let step = if bytes.len() < METRIC_ALL_LINES_BELOW {
             1
         } else {
@@ -284,7 +292,10 @@ impl TextScan<'_> {
             return;
         };
         let prefixed = strip_rank_prefix(text);
-        self.metrics.line(
+        let Some(metrics) = &mut self.metrics else {
+            return;
+        };
+        metrics.line(
             prefixed.rest.as_bytes(),
             number,
             prefixed.rank.or(self.input_rank),

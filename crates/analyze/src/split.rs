@@ -31,8 +31,9 @@ pub(crate) struct SplitFile<'a> {
     pub parts: usize,
 }
 
-/// Scans `file` in parts into `table` and `summary`; `Err` when the file
-/// cannot be reopened or read.
+/// Scans `file` in parts into `table` and `summary`, returning the
+/// training metrics of the whole file; `Err` when the file cannot be
+/// reopened or read.
 pub(crate) fn scan_split(
     input: &Input,
     file: &SplitFile<'_>,
@@ -40,7 +41,7 @@ pub(crate) fn scan_split(
     table: &mut FindingTable,
     summary: &mut InputSummary,
     on_finding: OnFinding<'_>,
-) -> io::Result<()> {
+) -> io::Result<MetricCollector> {
     let SplitFile {
         path,
         size,
@@ -67,6 +68,7 @@ pub(crate) fn scan_split(
                                 offset: start,
                                 after: (end < size).then_some(after),
                                 live: false,
+                                metrics: true,
                             };
                             let metrics = scan_part(
                                 input,
@@ -109,8 +111,7 @@ pub(crate) fn scan_split(
     }
     summary.lines = lines;
     summary.bytes = bytes;
-    crate::trends::scan_trends(input, &metrics, rules, table);
-    Ok(())
+    Ok(metrics)
 }
 
 /// Offsets cutting the file into `parts` runs of whole lines: 0, the start

@@ -49,21 +49,28 @@ fn cuda_drivers() -> &'static [CudaDriver] {
     })
 }
 
-/// A dotted version as numbers: `580.159.04` → [580, 159, 4].
-fn numbers(version: &str) -> Option<Vec<u32>> {
-    version.split('.').map(|p| p.parse().ok()).collect()
+/// The table as (CUDA release, oldest driver), parsed once.
+fn driver_table() -> &'static [(Cuda, [u32; 3])] {
+    static PARSED: OnceLock<Vec<(Cuda, [u32; 3])>> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        cuda_drivers()
+            .iter()
+            .filter_map(|c| Some((Cuda::parse(&c.version)?, numbers(&c.driver)?)))
+            .collect()
+    })
 }
 
-fn compare(a: &[u32], b: &[u32]) -> Ordering {
-    let len = a.len().max(b.len());
-    (0..len)
-        .map(|i| {
-            let x = a.get(i).copied().unwrap_or(0);
-            let y = b.get(i).copied().unwrap_or(0);
-            x.cmp(&y)
-        })
-        .find(|o| o.is_ne())
-        .unwrap_or(Ordering::Equal)
+/// A driver version as numbers, missing parts 0: `580.159.04` →
+/// [580, 159, 4], `570.26` → [570, 26, 0]. Compared as arrays.
+fn numbers(version: &str) -> Option<[u32; 3]> {
+    let mut out = [0; 3];
+    let mut parts = version.split('.');
+    for slot in &mut out {
+        if let Some(part) = parts.next() {
+            *slot = part.parse().ok()?;
+        }
+    }
+    parts.next().is_none().then_some(out)
 }
 
 /// A CUDA version, major and minor.
@@ -92,10 +99,10 @@ impl Cuda {
     /// The newest CUDA release whose oldest driver `driver` meets.
     fn supported_by(driver: &str) -> Option<Cuda> {
         let driver = numbers(driver)?;
-        cuda_drivers()
+        driver_table()
             .iter()
-            .filter(|c| numbers(&c.driver).is_some_and(|d| compare(&driver, &d).is_ge()))
-            .filter_map(|c| Cuda::parse(&c.version))
+            .filter(|(_, oldest)| driver >= *oldest)
+            .map(|(cuda, _)| *cuda)
             .max()
     }
 }
@@ -319,7 +326,7 @@ mod tests {
             );
             let driver = |c: &CudaDriver| numbers(&c.driver).unwrap_or_else(|| panic!("{c:?}"));
             let (da, db) = (driver(a), driver(b));
-            assert!(compare(&da, &db).is_lt(), "{a:?} {b:?}");
+            assert!(da < db, "{a:?} {b:?}");
         }
     }
 

@@ -63,7 +63,8 @@ impl Prefetch {
                     }
                 }
             }
-            let last = len == 0 || failed.is_some() || len < CHUNK;
+            // The end of the input (or a failure) leaves the chunk short;
+            // dropping the sender then tells the reader there is no more.
             if len > 0 && send.send(Ok(Chunk { buffer, len })).is_err() {
                 return;
             }
@@ -71,8 +72,7 @@ impl Prefetch {
                 let _ = send.send(Err(e));
                 return;
             }
-            if last {
-                let _ = send.send(Ok(Chunk::default()));
+            if len < CHUNK {
                 return;
             }
         });
@@ -93,7 +93,6 @@ impl Read for Prefetch {
                 return Ok(0);
             }
             match self.chunks.recv() {
-                Ok(Ok(chunk)) if chunk.len == 0 => self.done = true,
                 Ok(Ok(chunk)) => {
                     let used = std::mem::replace(&mut self.current, chunk);
                     if used.buffer.len() == CHUNK {

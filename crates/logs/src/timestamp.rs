@@ -23,7 +23,8 @@ pub struct LineTime {
     pub day: u8,
     /// Nanoseconds since midnight.
     pub nanos: u64,
-    /// The year, when the form prints it (not compared).
+    /// The year, when the form prints it (compared last: forms without a
+    /// year compare by month, day and time of day).
     pub year: Option<u16>,
 }
 

@@ -1,9 +1,11 @@
 //! Number and size formatting for trend sentences. The forms are part of
 //! the sentences' contract: change them only with the rules that match them.
 
-const KIB: f64 = 1024.0;
-const MIB: f64 = 1024.0 * 1024.0;
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+/// Bytes per binary size unit.
+pub(crate) const KIB: f64 = 1024.0;
+pub(crate) const MIB: f64 = 1024.0 * KIB;
+pub(crate) const GIB: f64 = 1024.0 * MIB;
+pub(crate) const TIB: f64 = 1024.0 * GIB;
 
 /// A metric value: `nan`, `inf`, `-inf`; integers without a point
 /// (`32768`); the shortest exact decimal for ordinary magnitudes

@@ -133,11 +133,7 @@ impl GpuCsv {
             Some(at) => at,
             None if self.gpus.len() < MAX_GPUS => {
                 let position = self.gpus.len();
-                let capacity = if position < FULL_GPUS {
-                    series::CAPACITY
-                } else {
-                    series::CAPACITY * FULL_GPUS / (position + 1)
-                };
+                let capacity = series::capacity_at(position, FULL_GPUS);
                 self.gpus.push(Gpu {
                     id: row.id.to_owned(),
                     bus: row.bus.filter(|b| *b != row.id).map(str::to_owned),
@@ -263,7 +259,7 @@ impl Gpu {
                 "trend: GPU {name} utilisation is {}% (median of {n} samples, at most {}%, while up to {} of its memory was in use{span})",
                 format::percent(util),
                 format::percent(self.max_util),
-                format::size(self.max_used_mib * 1024.0 * 1024.0),
+                format::size(self.max_used_mib * format::MIB),
             ),
         })
     }

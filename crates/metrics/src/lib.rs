@@ -203,11 +203,7 @@ impl MetricCollector {
         let Some((position, state)) = self.rank(rank) else {
             return;
         };
-        let capacity = if position < FULL_RANKS {
-            series::CAPACITY
-        } else {
-            series::CAPACITY * FULL_RANKS / (position + 1)
-        };
+        let capacity = series::capacity_at(position, FULL_RANKS);
         state.lines += 1;
         let step = reading.step.unwrap_or(state.lines);
         for (metric, value) in reading.iter() {

@@ -16,6 +16,7 @@
 //! or one metric written `key=value` or as a quoted dictionary key: a lone
 //! number after a word in an error message is never a metric.
 
+use crate::format::{GIB, KIB, MIB, TIB};
 use crate::metric::{Metric, METRICS};
 
 /// The longest key (normalised) that can name a metric.
@@ -356,11 +357,6 @@ impl Key {
         }
     }
 }
-
-const KIB: f64 = 1024.0;
-const MIB: f64 = 1024.0 * 1024.0;
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-const TIB: f64 = 1024.0 * GIB;
 
 fn is_delimiter(b: u8) -> bool {
     matches!(

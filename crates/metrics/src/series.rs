@@ -13,6 +13,17 @@ pub(crate) const CAPACITY: usize = 4096;
 /// The least a series may be given (see [`Series::with_capacity`]).
 pub(crate) const MIN_CAPACITY: usize = 256;
 
+/// The capacity of the series of the `position`-th rank or GPU of an input:
+/// the first `full` get [`CAPACITY`], later ones less, so that an input of
+/// a thousand ranks holds tens of MB, not GB.
+pub(crate) fn capacity_at(position: usize, full: usize) -> usize {
+    if position < full {
+        CAPACITY
+    } else {
+        CAPACITY * full / (position + 1)
+    }
+}
+
 /// One value of one metric.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Sample {

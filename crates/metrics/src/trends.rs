@@ -2,11 +2,9 @@
 //! [`Series`] or a streaming tracker fed every sample (so counts are exact
 //! however long the run).
 
-use crate::format;
+use crate::format::{self, MIB};
 use crate::metric::Metric;
 use crate::series::{Sample, Series};
-
-const MIB: f64 = 1024.0 * 1024.0;
 
 /// A detector's verdict before the rank is attached.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +42,6 @@ impl Track {
 /// Follows where a value stops being finite.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct FiniteTrack {
-    count: u64,
     first: Option<Sample>,
     last: Option<Sample>,
     last_finite: Option<Sample>,
@@ -57,13 +54,8 @@ pub(crate) struct FiniteTrack {
     one_kind: bool,
 }
 
-fn kind(v: f64) -> &'static str {
-    format::value_kind(v)
-}
-
 impl FiniteTrack {
     fn push(&mut self, s: Sample) {
-        self.count += 1;
         self.first.get_or_insert(s);
         if s.value.is_finite() {
             self.last_finite = Some(s);
@@ -73,7 +65,7 @@ impl FiniteTrack {
         } else {
             match self.last {
                 Some(prev) if self.bad_start.is_some() => {
-                    if kind(prev.value) != kind(s.value) {
+                    if format::value_kind(prev.value) != format::value_kind(s.value) {
                         self.kind_start = Some(s);
                         self.one_kind = false;
                     }
@@ -105,7 +97,7 @@ impl FiniteTrack {
             None => {
                 let first = self.first?;
                 let what = if self.one_kind {
-                    kind(last.value)
+                    format::value_kind(last.value)
                 } else {
                     "non-finite"
                 };
@@ -116,7 +108,7 @@ impl FiniteTrack {
             }
             Some(finite) => format!(
                 "trend: {name} is {} from step {} (last finite {} at step {}, first non-finite {} at step {})",
-                kind(last.value),
+                format::value_kind(last.value),
                 kind_start.step,
                 format::value(finite.value),
                 finite.step,
@@ -146,7 +138,6 @@ pub(crate) struct FallTrack {
     low: Option<Sample>,
     pairs_to_low: u64,
     halvings_to_low: u64,
-    last: Option<f64>,
 }
 
 impl FallTrack {
@@ -155,7 +146,6 @@ impl FallTrack {
         if !v.is_finite() || v < 0.0 {
             return;
         }
-        self.last = Some(v);
         let Some(previous) = self.previous.replace(v) else {
             self.restart(s);
             return;
@@ -188,7 +178,8 @@ impl FallTrack {
     /// `trend: loss scale falls from 32768 at step 1 to 0 at step 166,
     /// halving on 165 of 199 steps`.
     pub(crate) fn trend(&self, metric: Metric) -> Option<Found> {
-        let (peak, low, last) = (self.peak?, self.low?, self.last?);
+        // `previous` is the last value pushed.
+        let (peak, low, last) = (self.peak?, self.low?, self.previous?);
         let collapsed = last <= 1.0
             && low.value < peak.value
             && self.halvings_to_low >= 2

@@ -13,6 +13,7 @@ mod dump;
 mod finding;
 mod report;
 mod severity;
+mod text;
 mod traceback;
 
 pub use category::{Category, UnknownCategory};
@@ -23,6 +24,7 @@ pub use dump::{
 pub use finding::{Context, Evidence, Finding, Location};
 pub use report::{InputError, InputKind, InputSummary, Report, RootCause, Stats, Tool};
 pub use severity::{Role, Severity, UnknownSeverity};
+pub use text::cap_chars;
 pub use traceback::{ChainLink, PyException, PyFrame, Traceback};
 
 /// Version of the JSON report layout; bumped only for incompatible changes.

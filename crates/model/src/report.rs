@@ -112,17 +112,25 @@ impl InputKind {
         InputKind::TEXT.into_iter().find(|k| k.as_str() == name)
     }
 
-    /// The kind named `name` that rules may be limited to: a text kind, or
-    /// `elf-core` / `cuda-gpu-core` for the summaries coroner writes of
-    /// core dumps.
+    /// Kinds that rules may be limited to: the text kinds, and the text
+    /// coroner writes of core dumps, metric trends and version comparisons.
+    pub const RULE_KINDS: [InputKind; 8] = [
+        InputKind::Log,
+        InputKind::NcclDebug,
+        InputKind::KernelLog,
+        InputKind::NvidiaSmi,
+        InputKind::ElfCore,
+        InputKind::CudaGpuCore,
+        InputKind::MetricTrends,
+        InputKind::EnvironmentFacts,
+    ];
+
+    /// The kind named `name` that rules may be limited to (one of
+    /// [`InputKind::RULE_KINDS`]).
     pub fn rule_kind(name: &str) -> Option<InputKind> {
-        InputKind::text_kind(name).or(match name {
-            "elf-core" => Some(InputKind::ElfCore),
-            "cuda-gpu-core" => Some(InputKind::CudaGpuCore),
-            "metric-trends" => Some(InputKind::MetricTrends),
-            "environment-facts" => Some(InputKind::EnvironmentFacts),
-            _ => None,
-        })
+        InputKind::RULE_KINDS
+            .into_iter()
+            .find(|k| k.as_str() == name)
     }
 
     /// Whether the input is scanned line by line by the rule engine.

@@ -2,7 +2,7 @@
 //! exception of the chain with its innermost frames, oldest first, joined
 //! by how one led to the next.
 
-use coroner_model::{ChainLink, PyException, Traceback};
+use coroner_model::{cap_chars, ChainLink, PyException, Traceback};
 use std::fmt::Write as _;
 
 /// Innermost frames shown per exception.
@@ -76,11 +76,9 @@ fn write_exception(out: &mut String, e: &PyException, width: usize) {
     }
 }
 
+/// `s` in at most `max` characters, `…` included.
 fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max.saturating_sub(1)) {
-        None => s.to_owned(),
-        Some((at, _)) => format!("{}…", s.get(..at).unwrap_or_default()),
-    }
+    cap_chars(s, max.saturating_sub(1))
 }
 
 /// The last `max` characters of `s`, with `…` in front when cut (a path

@@ -161,18 +161,6 @@ impl Rule {
         })
     }
 
-    /// Names of every capture group the rule's patterns define.
-    pub fn capture_names(&self) -> BTreeSet<String> {
-        let p = &self.pattern;
-        p.any
-            .iter()
-            .chain(&p.all)
-            .chain(&p.before)
-            .filter_map(LazyRegex::get)
-            .flat_map(|r| r.capture_names().flatten().map(str::to_owned))
-            .collect()
-    }
-
     /// The literals of the prefilter.
     pub fn literals(&self) -> &[String] {
         &self.pattern.literals
@@ -454,14 +442,15 @@ pub fn parse_rule_with(
     for k in &spec.kinds {
         match InputKind::rule_kind(k.get_ref()) {
             Some(kind) => kinds.push(kind),
-            None => errors.push(err(
-                RuleErrorKind::UnknownValue,
-                k.span(),
+            None => errors.push(err(RuleErrorKind::UnknownValue, k.span(), {
+                let names = InputKind::RULE_KINDS.map(InputKind::as_str);
+                let (last, rest) = names.split_last().unwrap_or((&"", &[]));
                 format!(
-                    "unknown input kind `{}` (expected log, nccl-debug, kernel-log, nvidia-smi, elf-core, cuda-gpu-core, metric-trends or environment-facts)",
-                    k.get_ref()
-                ),
-            )),
+                    "unknown input kind `{}` (expected {} or {last})",
+                    k.get_ref(),
+                    rest.join(", ")
+                )
+            })),
         }
     }
     let defined: BTreeSet<String> = if patterns_compiled {

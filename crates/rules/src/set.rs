@@ -17,7 +17,7 @@ include!(concat!(env!("OUT_DIR"), "/builtin_rules.rs"));
 pub struct RuleSet {
     rules: Vec<Rule>,
     /// One prefilter per text input kind, built when first needed.
-    prefilters: [OnceLock<Prefilter>; 8],
+    prefilters: [OnceLock<Prefilter>; InputKind::RULE_KINDS.len()],
     /// For each rule, the indices of the rules it supersedes.
     pub(crate) supersedes: Vec<Vec<usize>>,
 }
@@ -138,24 +138,11 @@ impl RuleSet {
         })
     }
 
-    /// The kinds of text the rules read: the text inputs, and the summaries
-    /// of core dumps.
-    const SCANNED: [InputKind; 8] = [
-        InputKind::Log,
-        InputKind::NcclDebug,
-        InputKind::KernelLog,
-        InputKind::NvidiaSmi,
-        InputKind::ElfCore,
-        InputKind::CudaGpuCore,
-        InputKind::MetricTrends,
-        InputKind::EnvironmentFacts,
-    ];
-
     /// The prefilter of the rules that apply to inputs of `kind` (a
     /// binary input scanned as text counts as a log).
     pub(crate) fn prefilter(&self, kind: InputKind) -> &Prefilter {
         let [log, ..] = &self.prefilters;
-        let (kind, cell) = Self::SCANNED
+        let (kind, cell) = InputKind::RULE_KINDS
             .iter()
             .zip(&self.prefilters)
             .find(|(k, _)| **k == kind)
