@@ -105,16 +105,13 @@ fn crash_line(core: &HostCore, crashed: Option<&HostThread>) -> Option<String> {
     Some(line)
 }
 
-fn library_text(library: &str) -> String {
+fn library_text(library: &str) -> &str {
     match library {
-        "user" => "user code".to_owned(),
-        "libcuda" => "libcuda, the CUDA driver".to_owned(),
-        "libcudart" => "libcudart, the CUDA runtime".to_owned(),
-        "libnccl" => "libnccl".to_owned(),
-        "libtorch" => "libtorch".to_owned(),
-        "libc" => "libc".to_owned(),
-        "python" => "the Python interpreter".to_owned(),
-        other => other.to_owned(),
+        "user" => "user code",
+        "libcuda" => "libcuda, the CUDA driver",
+        "libcudart" => "libcudart, the CUDA runtime",
+        "python" => "the Python interpreter",
+        other => other,
     }
 }
 
@@ -148,17 +145,14 @@ fn thread_lines(out: &mut String, thread: &HostThread, limit: usize) {
 
 /// `function (file:line) in module` or `module+0xoffset`.
 fn frame_text(frame: &Frame) -> String {
-    let module = frame
-        .module
-        .as_deref()
-        .map(|m| m.rsplit('/').next().unwrap_or(m));
+    let module = frame.module.as_deref().map(file_name);
     let mut text = match (&frame.function, module, frame.module_offset) {
         (Some(function), _, _) => function.clone(),
         (None, Some(module), Some(offset)) => format!("{module}+{offset:#x}"),
         _ => format!("{:#x}", frame.pc),
     };
     if let (Some(file), Some(line)) = (&frame.file, frame.line) {
-        let file = file.rsplit('/').next().unwrap_or(file);
+        let file = file_name(file);
         let _ = write!(text, " ({file}:{line})");
     }
     if frame.function.is_some() {
@@ -180,9 +174,7 @@ fn module_line(module: &MappedModule) -> String {
 }
 
 fn is_libcuda(path: &str) -> bool {
-    path.rsplit('/')
-        .next()
-        .is_some_and(|name| name.starts_with("libcuda.so"))
+    file_name(path).starts_with("libcuda.so")
 }
 
 /// The summary of a GPU core dump, one fact per line.

@@ -34,30 +34,30 @@ pub(crate) fn analyze_core(
             return;
         }
     };
-    let (text, notes, error) = match kind {
+    let (text, warnings, error) = match kind {
         InputKind::CudaGpuCore => match coroner_gpucore::read_gpu_core(&mapped) {
             Ok(core) => {
                 let text = gpu_core_text(&core);
-                let notes = core.warnings.clone();
+                let warnings = core.warnings.len();
                 summary.gpu_core = Some(Box::new(core));
-                (text, notes, None)
+                (text, warnings, None)
             }
             Err(e) => (
                 String::new(),
-                Vec::new(),
+                0,
                 Some(format!("not a readable GPU core dump: {e}")),
             ),
         },
         _ => match coroner_hostcore::read_host_core(&mapped, host) {
             Ok(core) => {
                 let text = host_core_text(&core);
-                let notes = core.warnings.clone();
+                let warnings = core.warnings.len();
                 summary.core = Some(Box::new(core));
-                (text, notes, None)
+                (text, warnings, None)
             }
             Err(e) => (
                 String::new(),
-                Vec::new(),
+                0,
                 Some(format!("not a readable ELF core: {e}")),
             ),
         },
@@ -65,10 +65,9 @@ pub(crate) fn analyze_core(
     // What the reader could not read or resolve is in the core's own
     // warnings, shown with the core; only a file that is no core at all is
     // an input error.
-    if !notes.is_empty() {
+    if warnings > 0 {
         summary.notes.push(format!(
-            "{} warning(s) reading the core dump; they are listed with it",
-            notes.len()
+            "{warnings} warning(s) reading the core dump; they are listed with it"
         ));
     }
     summary.errors.extend(error.map(|message| InputError {

@@ -2,11 +2,12 @@
 
 use coroner_model::{Frame, HostCore};
 
+use crate::modules::file_name;
 use crate::signals::SIGABRT;
 
 /// The library family of a module path.
 pub fn library_of(path: &str, main_executable: bool) -> &'static str {
-    let name = path.rsplit('/').next().unwrap_or(path);
+    let name = file_name(path);
     if name.starts_with("libcuda.so") || name.starts_with("libcudadebugger") {
         "libcuda"
     } else if name.starts_with("libcudart") {
@@ -55,7 +56,7 @@ fn is_abort_path(function: &str) -> bool {
 
 /// Runtime libraries whose frames only carry an abort out.
 fn is_runtime(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
+    let name = file_name(path);
     library_of(path, false) == "libc"
         || name.starts_with("libstdc++")
         || name.starts_with("libgcc_s")

@@ -183,12 +183,9 @@ pub fn read_host_core(core: &[u8], options: &Options) -> Result<HostCore, HostCo
 
     let mut listed: Vec<_> = modules.list.iter().map(|m| m.info.clone()).collect();
     listed.retain(|m| !m.path.is_empty());
-    out.cuda_loaded = listed.iter().any(|m| {
-        m.path
-            .rsplit('/')
-            .next()
-            .is_some_and(|n| n.starts_with("libcuda.so"))
-    });
+    out.cuda_loaded = listed
+        .iter()
+        .any(|m| modules::file_name(&m.path).starts_with("libcuda.so"));
     out.modules = listed;
     out.fault_library = classify::fault_library(&out);
     warnings.dedup();

@@ -140,7 +140,8 @@ fn gnu_build_id(segment: &[u8]) -> Option<&[u8]> {
         .map(|n| n.desc)
 }
 
-fn file_name(path: &str) -> &str {
+/// The last component of a path.
+pub(crate) fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
