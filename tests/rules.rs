@@ -207,3 +207,41 @@ fn a_condition_decides_whether_a_match_counts() {
         }
     }
 }
+
+/// Every rule that `rules/COVERAGE.md` says reads a message exists, and
+/// every built-in rule's file is where it says the rule lives.
+#[test]
+fn the_coverage_table_names_only_rules_that_exist() {
+    let rules = builtin();
+    let text = std::fs::read_to_string(crate::util::root().join("rules/COVERAGE.md")).unwrap();
+    let categories: Vec<&str> = coroner_model::Category::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
+    let mut named = 0;
+    let mut missing = Vec::new();
+    for row in text.lines().filter(|l| l.starts_with("| `")) {
+        let Some(cell) = row.trim_end_matches('|').rsplit(" | ").next() else {
+            continue;
+        };
+        let cell = cell.trim();
+        if cell.starts_with("none") {
+            continue;
+        }
+        // The rule the row names first, before any explanation.
+        let first = cell
+            .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+            .find(|w| w.contains('-') && !w.starts_with('-') && !categories.contains(w));
+        if let Some(id) = first {
+            named += 1;
+            if rules.get(id).is_none() {
+                missing.push(id.to_owned());
+            }
+        }
+    }
+    assert!(named > 150, "only {named} rule names read from the table");
+    assert!(
+        missing.is_empty(),
+        "COVERAGE.md names rules that do not exist: {missing:?}"
+    );
+}

@@ -14,3 +14,4 @@ mod timeline;
 mod tracebacks;
 mod util;
 mod versions;
+mod wild;

@@ -1,5 +1,6 @@
 //! Arbitrary bytes as a log: each line cleaned of CR and colour codes,
-//! stripped of launcher prefixes and read for a time, then the whole input
+//! stripped of launcher prefixes, read for a time, for whether it continues
+//! the line before, and for its template, then the whole input
 //! through the built-in rules as the pipeline scans a file (which also
 //! reads Python tracebacks).
 #![no_main]
@@ -30,6 +31,10 @@ fuzz_target!(|data: &[u8]| {
         let text = String::from_utf8_lossy(clean);
         let prefixed = coroner_logs::strip_rank_prefix(&text);
         assert!(prefixed.rest.len() <= text.len());
+        let _ = coroner_logs::continues_message(prefixed.rest);
+        if let Some(template) = coroner_logs::suspicious_template(prefixed.rest) {
+            assert!(template.chars().count() <= 201);
+        }
         if let Some(time) = coroner_logs::line_time(prefixed.rest) {
             assert!((1..=12).contains(&time.month) && (1..=31).contains(&time.day));
             assert!(time.nanos < 86_401 * 1_000_000_000);

@@ -90,7 +90,9 @@ pub(crate) fn apply(findings: &mut [Finding], rules: &RuleSet) {
 }
 
 /// Drops the findings that a finding of a superseding rule replaces when
-/// both were first seen on the same line, and the findings of a `fallback`
+/// both were first seen on the same line (or the victim within the
+/// winner's window: a block that a windowed rule reads whole replaces the
+/// readings of its single lines), and the findings of a `fallback`
 /// rule first seen on the same line as another rule's. The scanner applies
 /// `supersedes` and `fallback` line by line; a rule whose window completes
 /// on a later line cannot suppress a match that was already recorded, so
@@ -103,13 +105,19 @@ pub(crate) fn drop_superseded(findings: &mut Vec<Finding>, rules: &RuleSet) {
         .enumerate()
         .filter(|(_, victim)| {
             findings.iter().any(|winner| {
-                winner.first_seen == victim.first_seen
-                    && winner.count >= victim.count
+                let winner_rule = rules.get(&winner.rule);
+                let same_line = winner.first_seen == victim.first_seen;
+                // A windowed rule's match covers the lines of its window.
+                let in_window = winner.first_seen.input == victim.first_seen.input
+                    && (winner.first_seen.line
+                        ..=winner.first_seen.line
+                            + u64::from(winner_rule.map_or(0, |r| r.window())))
+                        .contains(&victim.first_seen.line);
+                winner.count >= victim.count
                     && winner.rule != victim.rule
-                    && (rules
-                        .get(&winner.rule)
-                        .is_some_and(|r| r.supersedes.contains(&victim.rule))
-                        || (fallback(&victim.rule) && !fallback(&winner.rule)))
+                    && ((in_window
+                        && winner_rule.is_some_and(|r| r.supersedes.contains(&victim.rule)))
+                        || (same_line && fallback(&victim.rule) && !fallback(&winner.rule)))
             })
         })
         .map(|(i, _)| i)

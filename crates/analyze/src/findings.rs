@@ -30,6 +30,8 @@ pub(crate) struct FindingTable {
     index: HashMap<(usize, Option<u32>), usize>,
     /// Position of the input being scanned among the incident's inputs.
     input: usize,
+    /// Lines that look like failures but that no rule read.
+    pub(crate) unread: crate::unread::Unread,
 }
 
 /// Where the first evidence of a new finding sits, so that the caller can
@@ -60,6 +62,7 @@ impl FindingTable {
     /// Replaces every line number `n` with `to(n)`, keeping the order of
     /// first appearance by the new numbers.
     pub(crate) fn remap_lines(&mut self, to: impl Fn(u64) -> u64) {
+        self.unread.remap_lines(&to);
         for e in &mut self.entries {
             e.first.line = to(e.first.line);
             e.order.1 = to(e.order.1);
@@ -99,6 +102,7 @@ impl FindingTable {
     /// input: matches of the same rule on the same rank collapse into one
     /// finding.
     pub(crate) fn merge(&mut self, other: FindingTable) {
+        self.unread.merge(other.unread);
         for entry in other.entries {
             let key = (entry.rule, entry.rank);
             match self.index.get(&key) {

@@ -22,6 +22,7 @@ pub mod root_cause;
 mod scan;
 mod split;
 mod trends;
+mod unread;
 mod versions;
 
 use coroner_ingest::{discover, open, Follow, Input, InputSource, Opened, Prefetch};
@@ -108,6 +109,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
         });
     }
     versions::scan_versions(&mut table, rules, &discovery.inputs);
+    let unread = std::mem::take(&mut table.unread);
     let mut findings = table.into_findings(rules);
     cascade::drop_superseded(&mut findings, rules);
     devices::attribute_ranks(&mut findings);
@@ -115,7 +117,9 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     findings.retain(|f| rules.get(&f.rule).is_none_or(|r| !r.internal));
     chains::apply(&mut findings);
     cascade::apply(&mut findings, rules);
-    let (root_cause, findings) = root_cause::choose(findings, &inputs);
+    let (root_cause, findings) = root_cause::choose(findings, &inputs, &|id| {
+        rules.get(id).is_some_and(|r| r.sole_sign)
+    });
     let stats = Stats {
         bytes: inputs.iter().map(|i| i.bytes).sum(),
         lines: inputs.iter().map(|i| i.lines).sum(),
@@ -126,6 +130,11 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
         tool: Tool {
             name: "coroner".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
+        },
+        unread: if root_cause.category == coroner_model::Category::Unknown {
+            unread.top(unread::SHOWN)
+        } else {
+            Vec::new()
         },
         root_cause,
         findings,

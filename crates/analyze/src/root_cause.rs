@@ -2,45 +2,53 @@
 //!
 //! The root cause is the most severe *cause* finding of error severity or
 //! above, the earliest among equals: by the wall-clock time of its line
-//! when every one of them has one, else by order of appearance. A *symptom* (a peer's connection
-//! reset, a launcher's summary) is named only when no cause was found, and
-//! the summary says so. Warnings, info and context findings are never
-//! promoted: with nothing else, the answer is `unknown`.
+//! when every one of them has one, else by order of appearance. A plain
+//! Python exception yields to any specific failure (the driver too old
+//! that an `AssertionError` carries, a `MemoryError`'s host OOM). A
+//! *symptom* (a peer's connection reset, a launcher's summary) is named
+//! only when no cause was found, and the summary says so. A warning is
+//! named only when its rule is a `sole_sign` (an unsupported GPU
+//! architecture) and nothing of error severity was found; context and
+//! other warnings never are: with nothing else, the answer is `unknown`.
+//! The answer's confidence is high for a specific cause alone at its
+//! severity, medium for a generic or contested one, low for an echo or a
+//! warning.
 
-use coroner_model::{Category, Finding, InputSummary, Role, RootCause, Severity};
+use coroner_model::{Category, Confidence, Finding, InputSummary, Role, RootCause, Severity};
 
 /// Picks the root cause and returns the findings reordered: the root
 /// cause's finding first, then by severity (highest first) and first
-/// appearance. `findings` must be in order of first appearance.
-pub fn choose(mut findings: Vec<Finding>, inputs: &[InputSummary]) -> (RootCause, Vec<Finding>) {
-    let pick = |role: Role| {
-        let candidates = || {
-            findings
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| f.role == role && f.severity >= Severity::Error)
-        };
-        let top = candidates().map(|(_, f)| f.severity).max()?;
-        let tied = || candidates().filter(|(_, f)| f.severity == top);
-        // The earliest by the time its line shows when every tied finding
-        // has one (across inputs, the order of the files says nothing),
-        // else the first seen.
-        let timed: Option<Vec<(&str, usize)>> = tied()
-            .map(|(i, f)| f.first_seen.time_of_year().map(|t| (t, i)))
-            .collect();
-        match timed {
-            Some(timed) => timed.into_iter().min().map(|(_, i)| i),
-            None => tied().next().map(|(i, _)| i),
-        }
-    };
-    let chosen = pick(Role::Cause)
-        .map(|i| (i, false))
-        .or_else(|| pick(Role::Symptom).map(|i| (i, true)));
-    let Some((at, is_symptom)) = chosen else {
+/// appearance. `findings` must be in order of first appearance;
+/// `sole_sign` tells the rules whose warning names the root cause when
+/// nothing of error severity is found.
+pub fn choose(
+    mut findings: Vec<Finding>,
+    inputs: &[InputSummary],
+    sole_sign: &dyn Fn(&str) -> bool,
+) -> (RootCause, Vec<Finding>) {
+    let chosen = pick(&findings, Role::Cause, Severity::Error, &|_| true)
+        .map(|i| (i, Named::Cause))
+        .or_else(|| {
+            pick(&findings, Role::Symptom, Severity::Error, &|_| true).map(|i| (i, Named::Echo))
+        })
+        .or_else(|| {
+            pick(&findings, Role::Cause, Severity::Warning, &|f| {
+                sole_sign(&f.rule)
+            })
+            .map(|i| (i, Named::SoleSign))
+        });
+    let Some((at, named)) = chosen else {
         let summary = unknown_summary(&findings, inputs);
         findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
         return (RootCause::unknown(summary), findings);
     };
+    let confidence = match named {
+        Named::Cause if is_ambiguous(&findings, at) => Confidence::Medium,
+        Named::Cause => Confidence::High,
+        Named::Echo => Confidence::Low,
+        Named::SoleSign => Confidence::Low,
+    };
+    let is_symptom = named == Named::Echo;
     let primary = findings.remove(at);
     let rank = primary.rank.or_else(|| {
         findings
@@ -61,6 +69,11 @@ pub fn choose(mut findings: Vec<Finding>, inputs: &[InputSummary]) -> (RootCause
             ));
             rank = Some(lag.rank);
         }
+    }
+    if named == Named::SoleSign {
+        summary.push_str(
+            " No failure of error severity was found: this warning is the only sign of what went wrong, so the job may have died of something the inputs do not show.",
+        );
     }
     if is_symptom {
         summary.push_str(
@@ -88,10 +101,77 @@ pub fn choose(mut findings: Vec<Finding>, inputs: &[InputSummary]) -> (RootCause
         remediation: primary.remediation.clone(),
         severity: Some(primary.severity),
         explains,
+        confidence: Some(confidence),
     };
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     findings.insert(0, primary);
     (root, findings)
+}
+
+/// How the root cause was named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Named {
+    /// A cause finding of error severity or above.
+    Cause,
+    /// With no cause, a symptom: an echo of a failure elsewhere.
+    Echo,
+    /// With nothing of error severity, a warning that is the only sign of
+    /// a known failure.
+    SoleSign,
+}
+
+/// The finding among those of `role` with at least severity `floor` and
+/// passing `eligible`: the most severe, specific before generic (a plain
+/// Python exception yields to any failure that says more), the earliest
+/// among equals: by the wall-clock time of its line when every tied
+/// finding has one (across inputs the order of the files says nothing),
+/// else the first seen.
+fn pick(
+    findings: &[Finding],
+    role: Role,
+    floor: Severity,
+    eligible: &dyn Fn(&Finding) -> bool,
+) -> Option<usize> {
+    let candidates = || {
+        findings
+            .iter()
+            .enumerate()
+            .filter(move |(_, f)| f.role == role && f.severity >= floor && eligible(f))
+    };
+    let any_specific = candidates().any(|(_, f)| !is_generic(f));
+    let ranked = || candidates().filter(move |(_, f)| !(any_specific && is_generic(f)));
+    let top = ranked().map(|(_, f)| f.severity).max()?;
+    let tied = || ranked().filter(move |(_, f)| f.severity == top);
+    let timed: Option<Vec<(&str, usize)>> = tied()
+        .map(|(i, f)| f.first_seen.time_of_year().map(|t| (t, i)))
+        .collect();
+    match timed {
+        Some(timed) => timed.into_iter().min().map(|(_, i)| i),
+        None => tied().next().map(|(i, _)| i),
+    }
+}
+
+/// A finding that names no specific failure: a plain Python exception or
+/// a launcher's report that a process raised one.
+fn is_generic(f: &Finding) -> bool {
+    f.category == Category::PythonError
+}
+
+/// Whether another cause of the same severity and of another specific
+/// category stands beside the chosen one without being explained by it.
+fn is_ambiguous(findings: &[Finding], at: usize) -> bool {
+    let Some(chosen) = findings.get(at) else {
+        return false;
+    };
+    is_generic(chosen)
+        || findings.iter().enumerate().any(|(i, f)| {
+            i != at
+                && f.role == Role::Cause
+                && f.severity == chosen.severity
+                && f.category != chosen.category
+                && !is_generic(f)
+                && f.explained_by.as_deref() != Some(chosen.rule.as_str())
+        })
 }
 
 /// A rank that issued fewer collectives than the others.
@@ -214,7 +294,7 @@ mod tests {
                 4,
             ),
         ];
-        let (root, ordered) = choose(findings, &[]);
+        let (root, ordered) = choose(findings, &[], &|_| false);
         assert_eq!(root.rule.as_deref(), Some("kill"));
         assert_eq!(ordered[0].rule, "kill");
         assert_eq!(ordered.len(), 4);
@@ -229,7 +309,7 @@ mod tests {
             Role::Symptom,
             1,
         )];
-        let (root, _) = choose(findings, &[]);
+        let (root, _) = choose(findings, &[], &|_| false);
         assert_eq!(root.category, Category::NcclNetwork);
         assert!(root.summary.contains("consequence of a failure elsewhere"));
     }
@@ -252,7 +332,7 @@ mod tests {
                 2,
             ),
         ];
-        let (root, ordered) = choose(findings, &[]);
+        let (root, ordered) = choose(findings, &[], &|_| false);
         assert_eq!(root.category, Category::Unknown);
         assert_eq!(root.rule, None);
         assert_eq!(ordered.len(), 2);
@@ -291,6 +371,7 @@ mod tests {
                 progress(2, 20),
             ],
             &[],
+            &|_| false,
         );
         assert_eq!(root.rank, Some(1));
         assert!(
@@ -299,7 +380,11 @@ mod tests {
             "{}",
             root.summary
         );
-        let (root, _) = choose(vec![timeout(0), progress(0, 20), progress(1, 20)], &[]);
+        let (root, _) = choose(
+            vec![timeout(0), progress(0, 20), progress(1, 20)],
+            &[],
+            &|_| false,
+        );
         assert_eq!(root.rank, Some(0), "no rank lags");
     }
 
@@ -323,7 +408,7 @@ mod tests {
             ),
             block,
         ];
-        let (root, _) = choose(findings, &[]);
+        let (root, _) = choose(findings, &[], &|_| false);
         assert_eq!(root.rule.as_deref(), Some("line"));
         assert_eq!(root.rank, Some(1));
     }

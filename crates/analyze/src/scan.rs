@@ -13,7 +13,7 @@
 
 use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use coroner_ingest::{clean_line, Block, BlockReader, MAX_LINE};
-use coroner_logs::{strip_rank_prefix, RankedTraceback, TracebackReader};
+use coroner_logs::{continues_message, strip_rank_prefix, RankedTraceback, TracebackReader};
 use coroner_metrics::MetricCollector;
 use coroner_model::{cap_chars, Context, Finding, InputError, InputKind, InputSummary};
 use coroner_rules::{Line, Match, Rule, RuleSet, Scanner};
@@ -98,6 +98,21 @@ struct TextScan<'a> {
     metrics: Option<MetricCollector>,
     tracebacks: TracebackReader,
     read_tracebacks: Vec<RankedTraceback>,
+    /// The last line handled, when it held a rule's literal: the next
+    /// line may be the rest of its message.
+    joinable: Option<Joinable>,
+}
+
+/// A line kept to be matched joined with the next.
+#[derive(Debug)]
+struct Joinable {
+    number: u64,
+    offset: u64,
+    /// The text rules match (prefix removed).
+    text: String,
+    /// The whole line as shown.
+    shown: String,
+    rank: Option<u32>,
 }
 
 /// Scans one text input into `table`, filling `summary`'s byte and line
@@ -176,6 +191,7 @@ pub(crate) fn scan_part(
         metrics: part.metrics.then(MetricCollector::new),
         tracebacks: TracebackReader::new(),
         read_tracebacks: Vec::new(),
+        joinable: None,
     };
     loop {
         match blocks.next_block() {
@@ -231,7 +247,10 @@ impl TextScan<'_> {
     /// Whether every line must be looked at: a rule window or an evidence
     /// context is open.
     fn waiting(&self) -> bool {
-        self.scanner.has_pending() || !self.open_after.is_empty() || self.tracebacks.is_open()
+        self.scanner.has_pending()
+            || !self.open_after.is_empty()
+            || self.tracebacks.is_open()
+            || self.joinable.is_some()
     }
 
     /// Feeds the lines after a part to the windows and evidence contexts
@@ -400,9 +419,6 @@ impl TextScan<'_> {
             feed == Feed::All,
             &mut self.read_tracebacks,
         );
-        if feed == Feed::All && self.scanner.is_quiet(prefixed.rest) {
-            return;
-        }
         let line = Line {
             number,
             offset,
@@ -410,9 +426,45 @@ impl TextScan<'_> {
             shown: &text,
             rank: prefixed.rank,
         };
+        let joinable = self.joinable.take();
+        if feed == Feed::All {
+            if let Some(prev) = joinable.filter(|p| {
+                p.number + 1 == number && p.rank == line.rank && continues_message(line.text)
+            }) {
+                let first = Line {
+                    number: prev.number,
+                    offset: prev.offset,
+                    text: &prev.text,
+                    shown: &prev.shown,
+                    rank: prev.rank,
+                };
+                self.scanner.feed_joined(&first, &line, &mut self.matches);
+            }
+        }
+        let quiet = feed == Feed::All && self.scanner.is_quiet(prefixed.rest);
         match feed {
-            Feed::All => self.scanner.feed(&line, &mut self.matches),
+            Feed::All if quiet => {}
+            Feed::All => {
+                self.scanner.feed(&line, &mut self.matches);
+                self.joinable = Some(Joinable {
+                    number,
+                    offset,
+                    text: prefixed.rest.to_owned(),
+                    shown: text.clone(),
+                    rank: prefixed.rank,
+                });
+            }
             Feed::OpenWindows => self.scanner.feed_open_windows(&line, &mut self.matches),
+        }
+        if self.matches.is_empty() {
+            // Only a job's own lines: not the text coroner writes of cores.
+            if feed == Feed::All && !quiet && self.metrics.is_some() {
+                let position = self.table.input();
+                self.table
+                    .unread
+                    .note(prefixed.rest, &text, self.input, position, number);
+            }
+            return;
         }
         let matches = std::mem::take(&mut self.matches);
         for mut m in matches {

@@ -213,7 +213,13 @@ pub fn apply(report: &mut Report, ignore: &[String], baseline: Option<&Baseline>
             .unwrap_or(usize::MAX)
     };
     kept.sort_by_key(|f| (position(&f.first_seen.input), f.first_seen.line));
-    let (root, findings) = coroner_analyze::root_cause::choose(kept, &report.inputs);
+    // A warning named root cause alone stays so if it is still the only sign.
+    let sole = (report.root_cause.confidence == Some(coroner_model::Confidence::Low))
+        .then(|| report.root_cause.rule.clone())
+        .flatten();
+    let (root, findings) = coroner_analyze::root_cause::choose(kept, &report.inputs, &|id| {
+        sole.as_deref() == Some(id)
+    });
     report.root_cause = root;
     report.findings = findings;
     suppressed

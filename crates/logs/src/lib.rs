@@ -5,7 +5,8 @@
 //! `[default3]:` from `torchrun --tee`) and reports the rank they name.
 //! [`TracebackReader`] reads Python tracebacks, chained ones included, into
 //! their exceptions and frames. [`line_time`] reads the wall-clock time a
-//! line starts with.
+//! line starts with. [`continues_message`] tells whether a line is the rest
+//! of the message on the line before it.
 #![forbid(unsafe_code)]
 // Inputs are untrusted: no panicking shortcuts on the bytes they hold.
 #![cfg_attr(
@@ -19,9 +20,13 @@
 )]
 
 mod prefix;
+mod record;
+mod template;
 mod timestamp;
 mod traceback;
 
 pub use prefix::{strip_rank_prefix, Prefixed};
+pub use record::continues_message;
+pub use template::suspicious_template;
 pub use timestamp::{line_time, LineTime};
 pub use traceback::{RankedTraceback, TracebackReader};

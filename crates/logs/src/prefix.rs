@@ -1,3 +1,10 @@
+use nom::branch::alt;
+use nom::bytes::complete::tag;
+use nom::character::complete::{char, digit1};
+use nom::combinator::{map_res, opt, peek, recognize};
+use nom::sequence::terminated;
+use nom::{IResult, Parser};
+
 /// A line with its launcher prefixes removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Prefixed<'a> {
@@ -19,8 +26,15 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
     let mut rest = strip_collector_time(line);
     let mut rank = None;
     let mut role_rank = None;
+    if let Ok((after, _)) = clock_before_rank(rest) {
+        rest = after;
+    }
     if let Some((task, after)) = slurm_label(rest) {
         role_rank = Some(task);
+        rest = after;
+    }
+    if let Ok((after, number)) = mpi_tag(rest) {
+        role_rank = Some(number);
         rest = after;
     }
     while let Some((tag, number, after)) = bracket_prefix(rest) {
@@ -35,10 +49,61 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
         rank = rank.or(Some(number));
         rest = after;
     }
-    Prefixed {
-        rank: rank.or(role_rank),
-        rest,
+    let rank = rank.or(role_rank).or_else(|| c10d_rank(rest));
+    Prefixed { rank, rest }
+}
+
+/// A time of day in front of a rank prefix (`18:19:06.687 [rank2]:`), as
+/// some collectors print: removed.
+fn clock_before_rank(s: &str) -> IResult<&str, &str> {
+    terminated(
+        recognize((
+            digit1,
+            char(':'),
+            digit1,
+            char(':'),
+            digit1,
+            opt((char('.'), digit1)),
+        )),
+        (char(' '), peek(tag("[rank"))),
+    )
+    .parse(s)
+}
+
+/// Open MPI's `--tag-output` prefix, `[1,3]<stdout>:` (job, rank, stream):
+/// removed, the rank kept.
+fn mpi_tag(s: &str) -> IResult<&str, u32> {
+    let (rest, (_, _job, _, number, _, _stream, _)) = (
+        char('['),
+        digit1,
+        char(','),
+        map_res(digit1, str::parse::<u32>),
+        tag("]<"),
+        alt((tag("stdout"), tag("stderr"))),
+        tag(">:"),
+    )
+        .parse(s)?;
+    Ok((rest, number))
+}
+
+/// The rank PyTorch's distributed C++ code names inside its own lines,
+/// after the glog header: `[E ProcessGroupNCCL.cpp:916] [Rank 1] ...`,
+/// `[PG ID 0 PG GUID 0(default_pg) Rank 2] ...`. The line is kept whole.
+fn c10d_rank(s: &str) -> Option<u32> {
+    if !s.starts_with('[') {
+        return None;
     }
+    let head = s.get(..s.len().min(200)).unwrap_or(s);
+    let after = match head.find("] [Rank ") {
+        Some(i) => head.get(i + 8..)?,
+        None => {
+            let pg = head.get(head.find("[PG ")?..)?;
+            pg.get(pg.find(" Rank ")? + 6..)?
+        }
+    };
+    let mut number = map_res(digit1::<&str, nom::error::Error<&str>>, str::parse::<u32>);
+    let (rest, number) = number.parse(after).ok()?;
+    rest.starts_with(']').then_some(number)
 }
 
 /// `s` without a leading RFC 3339 time with `T` and a zone (`Z` or
@@ -182,6 +247,28 @@ mod tests {
             assert_eq!(p.rank, None, "{line}");
             assert_eq!(p.rest, line);
         }
+    }
+
+    #[test]
+    fn mpi_tags_clock_times_and_c10d_ranks() {
+        let p = strip_rank_prefix("[1,12]<stdout>:node:815:864 [0] NCCL WARN x");
+        assert_eq!((p.rank, p.rest), (Some(12), "node:815:864 [0] NCCL WARN x"));
+        let p = strip_rank_prefix(
+            "18:19:06.687 [rank2]:[F205 18:19:06.383 ProcessGroupNCCL.cpp:1614] x",
+        );
+        assert_eq!(p.rank, Some(2));
+        assert!(p.rest.starts_with("[F205"));
+        let p = strip_rank_prefix(
+            "[E ProcessGroupNCCL.cpp:916] [Rank 1] NCCL watchdog thread terminated",
+        );
+        assert_eq!(p.rank, Some(1));
+        assert!(p.rest.starts_with("[E ProcessGroupNCCL"));
+        let p = strip_rank_prefix(
+            "[E1129 17:16:18.664 ProcessGroupNCCL.cpp:689] [PG ID 0 PG GUID 0(default_pg) Rank 3] Timeout",
+        );
+        assert_eq!(p.rank, Some(3));
+        assert_eq!(strip_rank_prefix("[E x.cpp:1] [Rank x] y").rank, None);
+        assert_eq!(strip_rank_prefix("12:30:01 lunch").rest, "12:30:01 lunch");
     }
 
     #[test]

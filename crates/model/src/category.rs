@@ -65,6 +65,8 @@ categories! {
     NanInfLoss = "nan-inf-loss": "numerical divergence: the loss or a gradient became NaN or inf",
     /// A collective hung and a watchdog or timeout fired.
     CollectiveTimeout = "collective-timeout": "a collective hung and a watchdog or timeout fired",
+    /// The job stopped making progress without a collective timing out.
+    Hang = "hang": "the job stopped making progress without a collective timing out",
     /// NCCL transport, socket or InfiniBand failure.
     NcclNetwork = "nccl-network": "an NCCL transport, socket or InfiniBand failure",
     /// NCCL misuse or configuration error.
@@ -97,6 +99,12 @@ categories! {
     InvalidDevice = "invalid-device": "the process asked for a GPU it cannot see",
     /// Another process holds the GPU or its memory.
     GpuContention = "gpu-contention": "another process holds the GPU or its memory",
+    /// The scheduler ended the job at its time limit.
+    TimeLimit = "time-limit": "the scheduler ended the job at its time limit",
+    /// The scheduler preempted or evicted the job.
+    Preempted = "preempted": "the scheduler preempted or requeued the job",
+    /// The node the job ran on failed or was lost.
+    NodeFailure = "node-failure": "the node the job ran on failed or was lost",
     /// The GPU waits for input (a warning, not a crash cause).
     DataLoadingBottleneck = "data-loading-bottleneck": "the GPU waits for input data",
     /// Plain Python exception, not GPU-specific.

@@ -22,7 +22,9 @@ pub use dump::{
     Process, Signal, SourceLine,
 };
 pub use finding::{Context, Evidence, Finding, Location};
-pub use report::{InputError, InputKind, InputSummary, Report, RootCause, Stats, Tool};
+pub use report::{
+    Confidence, InputError, InputKind, InputSummary, Report, RootCause, Stats, Tool, UnreadLines,
+};
 pub use severity::{Role, Severity, UnknownSeverity};
 pub use text::cap_chars;
 pub use traceback::{ChainLink, PyException, PyFrame, Traceback};

@@ -31,6 +31,34 @@ pub struct RootCause {
     /// Rules of the other findings that are consequences of this cause.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub explains: Vec<String>,
+    /// How sure the answer is; absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<Confidence>,
+}
+
+/// How sure a named root cause is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Confidence {
+    /// Only a warning points at it: the job may have died of something
+    /// the inputs do not show.
+    Low,
+    /// A generic failure (a plain Python exception), an echo of a failure
+    /// elsewhere, or one of several unrelated causes.
+    Medium,
+    /// A specific failure, the only cause of its severity.
+    High,
+}
+
+impl Confidence {
+    /// The kebab-case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
 }
 
 impl RootCause {
@@ -45,6 +73,7 @@ impl RootCause {
             remediation: Vec::new(),
             severity: None,
             explains: Vec::new(),
+            confidence: None,
         }
     }
 }
@@ -223,6 +252,23 @@ pub struct Report {
     pub inputs: Vec<InputSummary>,
     /// Totals.
     pub stats: Stats,
+    /// When the root cause is unknown: the lines that look like a
+    /// failure but that no rule read, grouped by template, most frequent
+    /// first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unread: Vec<UnreadLines>,
+}
+
+/// Lines of one template that look like a failure and that no rule read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnreadLines {
+    /// The line with its variable words (numbers, ids, paths, quoted
+    /// strings) masked as `<*>`.
+    pub template: String,
+    /// How many lines have this template.
+    pub count: u64,
+    /// The first of them.
+    pub first: Evidence,
 }
 
 impl Report {

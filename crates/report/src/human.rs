@@ -25,11 +25,27 @@ pub fn render(report: &Report, style: Style) -> String {
         .and_then(|f| f.first_seen.time.as_deref())
         .map(|t| format!(" at {}", readable_time(t)))
         .unwrap_or_default();
+    let confidence = root
+        .confidence
+        .map(|c| format!("(confidence: {})", c.as_str()))
+        .unwrap_or_default();
+    let plain = format!("Root cause: {}{rank}{time} {confidence}", root.category);
+    // The confidence goes on the line of its own when both do not fit.
+    let gap = if plain.chars().count() > style.width {
+        "\n  "
+    } else {
+        " "
+    };
     let _ = writeln!(
         out,
-        "{} {}{rank}{time}",
+        "{} {}{rank}{time}{}",
         paint.bold("Root cause:"),
-        paint.severity(root.severity, root.category.as_str())
+        paint.severity(root.severity, root.category.as_str()),
+        if confidence.is_empty() {
+            String::new()
+        } else {
+            format!("{gap}{confidence}")
+        }
     );
     wrap_into(&mut out, &root.summary, "  ", "  ", style.width);
     if let Some(finding) = primary {
@@ -56,6 +72,26 @@ pub fn render(report: &Report, style: Style) -> String {
                 let rest = " ".repeat(first.len());
                 wrap_into(&mut out, step, &first, &rest, style.width);
             }
+        }
+    }
+    if !report.unread.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            paint.bold("Lines that look like failures, which no rule read (where to look):")
+        );
+        for group in &report.unread {
+            let head = format!("  {:>5}× ", group.count);
+            let rest = " ".repeat(head.chars().count());
+            wrap_into(&mut out, &group.template, &head, &rest, style.width);
+            let at = format!("{}:{}", group.first.input, group.first.line);
+            wrap_into(
+                &mut out,
+                &format!("first at {at}"),
+                &rest,
+                &rest,
+                style.width,
+            );
         }
     }
     let others = crate::other_findings(report);

@@ -24,9 +24,13 @@ pub fn render(report: &Report) -> String {
             .as_deref()
             .map(|r| format!(" \u{b7} `{r}`"))
             .unwrap_or_default();
+        let confidence = root
+            .confidence
+            .map(|c| format!(" \u{b7} {} confidence", c.as_str()))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "## coroner: root cause `{}`{rank}{rule}\n",
+            "## coroner: root cause `{}`{rank}{rule}{confidence}\n",
             root.category
         );
     }

@@ -23,6 +23,7 @@
     )
 )]
 
+mod always_set;
 mod block_search;
 mod buckets;
 mod condition;

@@ -69,6 +69,9 @@ pub struct Scanner<'s> {
     pending: Vec<Pending>,
     hit: Vec<bool>,
     candidates: Vec<usize>,
+    /// The last line fed and the rules anchored on it, which a match of
+    /// that line joined with the next must not repeat.
+    anchored_on: (u64, Vec<usize>),
 }
 
 /// A rule may hold at most this many open windows at once; an anchor seen
@@ -85,6 +88,7 @@ impl<'s> Scanner<'s> {
             pending: Vec::new(),
             hit: vec![false; set.rules().len()],
             candidates: Vec::new(),
+            anchored_on: (0, Vec::new()),
         }
     }
 
@@ -139,6 +143,9 @@ impl<'s> Scanner<'s> {
             }
         }
         self.candidates = candidates;
+        self.anchored_on.0 = line.number;
+        self.anchored_on.1.clear();
+        self.anchored_on.1.extend(anchored.iter().map(|a| a.0));
         self.drop_superseded(&mut anchored);
         for (r, found, remaining) in anchored {
             if remaining.is_empty() {
@@ -152,6 +159,60 @@ impl<'s> Scanner<'s> {
                 });
             }
         }
+    }
+
+    /// Matches `first` and `next`, consecutive lines, as one: a message
+    /// that a terminal, a copy-paste or the program itself broke across
+    /// two lines (`Resource exhausted: Out` / `of memory while trying to
+    /// allocate ...`, `AssertionError:` / `The NVIDIA driver ...`). Only a
+    /// match that spans the break counts, of a rule without a window that
+    /// is not a fallback and matches neither line alone (`first` must be
+    /// the last line fed); it is anchored on `first`, with both lines as
+    /// evidence.
+    pub fn feed_joined(&mut self, first: &Line<'_>, next: &Line<'_>, out: &mut Vec<Match>) {
+        let head = first.text.trim_end();
+        let tail = next.text.trim_start();
+        if head.is_empty() || tail.is_empty() {
+            return;
+        }
+        let joined = format!("{head} {tail}");
+        let mut candidates = std::mem::take(&mut self.candidates);
+        self.prefilter
+            .candidates(&joined, &mut self.hit, &mut candidates);
+        let line = Line {
+            number: first.number,
+            offset: first.offset,
+            text: &joined,
+            shown: &joined,
+            rank: first.rank,
+        };
+        let already = (self.anchored_on.0 == first.number).then_some(&self.anchored_on.1);
+        let rules = self.set.rules();
+        let mut anchored: Vec<(usize, Match, Vec<usize>)> = Vec::new();
+        for &r in &candidates {
+            let Some(rule) = rules.get(r) else { continue };
+            if rule.fallback || rule.window() > 0 || already.is_some_and(|a| a.contains(&r)) {
+                continue;
+            }
+            let Some((index, mut found, remaining)) = anchor(rule, r, &line) else {
+                continue;
+            };
+            let spans_break = found
+                .lines
+                .first()
+                .and_then(|l| l.span)
+                .is_some_and(|(start, end)| start < head.len() && end > head.len() + 1);
+            // The rule must need both parts: a match of the next line
+            // alone is that line's own.
+            if !remaining.is_empty() || !spans_break || anchor(rule, r, next).is_some() {
+                continue;
+            }
+            found.lines = vec![whole_line(first), whole_line(next)];
+            anchored.push((index, found, remaining));
+        }
+        self.candidates = candidates;
+        self.drop_superseded(&mut anchored);
+        out.extend(anchored.into_iter().map(|(_, found, _)| found));
     }
 
     /// Feeds a line only to open windows: no new match starts on it. For
@@ -271,6 +332,16 @@ fn capture(re: &LazyRegex, line: &Line<'_>) -> Option<(Captures, (usize, usize))
     re.captures(line.text)
 }
 
+/// `line` as evidence, without a span.
+fn whole_line(line: &Line<'_>) -> MatchedLine {
+    MatchedLine {
+        number: line.number,
+        offset: line.offset,
+        text: line.shown.to_owned(),
+        span: None,
+    }
+}
+
 fn matched_line(line: &Line<'_>, span: (usize, usize)) -> MatchedLine {
     let shift = line.shown.len().saturating_sub(line.text.len());
     let suffix = line.shown.ends_with(line.text);
@@ -381,6 +452,56 @@ mod tests {
             .map(|m| format!("{}@{}", m.0, m.1))
             .collect();
         assert_eq!(ids, ["narrow@1", "generic@2", "wide@3"]);
+    }
+
+    #[test]
+    fn a_message_broken_across_two_lines_matches_once_joined() {
+        let generic = rule(
+            "generic",
+            "message = \"m\"\nfallback = true\n[match]\nliterals = [\"Error\"]\nany = ['^\\w+Error: .*']",
+        );
+        let oom = rule(
+            "oom",
+            "message = \"m\"\n[match]\nliterals = [\"Resource exhausted\"]\nany = ['Resource exhausted: Out of memory while trying to allocate (?P<bytes>\\d+)']",
+        );
+        let head = rule(
+            "head",
+            "message = \"m\"\n[match]\nliterals = [\"exhausted\"]\nany = ['exhausted']",
+        );
+        let set = RuleSet::new(vec![generic, oom, head]).unwrap_or_else(|e| panic!("{e:?}"));
+        let lines = [
+            "RuntimeError: Resource exhausted: Out ",
+            "of memory while trying to allocate 5520758552 bytes.",
+        ];
+        let line = |i: usize| Line {
+            number: i as u64 + 1,
+            offset: 0,
+            text: lines[i],
+            shown: lines[i],
+            rank: None,
+        };
+        let mut scanner = Scanner::new(&set, InputKind::Log);
+        let mut out = Vec::new();
+        scanner.feed(&line(0), &mut out);
+        scanner.feed(&line(1), &mut out);
+        scanner.feed_joined(&line(0), &line(1), &mut out);
+        let found: Vec<(String, u64, usize)> = out
+            .iter()
+            .map(|m| {
+                (
+                    set.rules()[m.rule].id.clone(),
+                    m.lines[0].number,
+                    m.lines.len(),
+                )
+            })
+            .collect();
+        // The joined text repeats neither the fallback nor the rule that
+        // matched the first line alone.
+        assert_eq!(found, [("head".to_owned(), 1, 1), ("oom".to_owned(), 1, 2)]);
+        assert_eq!(
+            out[1].captures,
+            vec![("bytes".to_owned(), "5520758552".to_owned())]
+        );
     }
 
     #[test]

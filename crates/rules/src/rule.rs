@@ -1,8 +1,9 @@
 //! A validated, compiled rule.
 
+use crate::always_set::always_set;
 use crate::condition::Condition;
 use crate::error::{RuleError, RuleErrorKind};
-use crate::schema::{ExampleSpec, RuleFile};
+use crate::schema::{ExampleSpec, MatchSpec, RuleFile};
 use coroner_model::{Category, InputKind, Role, Severity};
 use regex::{Regex, RegexBuilder};
 use std::collections::BTreeSet;
@@ -42,6 +43,9 @@ pub struct Rule {
     /// Its findings feed correlation (a rank's GPU address) and are left
     /// out of the report.
     pub internal: bool,
+    /// A warning that names the root cause, with low confidence, when
+    /// nothing of error severity is found.
+    pub sole_sign: bool,
     /// Path of the rule file (relative to the repository for built-ins).
     pub source: String,
     /// The rule file's text.
@@ -148,10 +152,10 @@ fn build_regex(source: &str) -> Result<Regex, regex::Error> {
 }
 
 impl Rule {
-    /// Fills `{name}` placeholders of the message from `captures`; a
-    /// placeholder whose group did not take part in the match becomes `?`.
-    /// Text between `[[` and `]]` appears only when every placeholder in it
-    /// has a value.
+    /// Fills `{name}` placeholders of the message from `captures`. Text
+    /// between `[[` and `]]` appears only when every placeholder in it has
+    /// a non-blank value; validation makes sure a placeholder outside them
+    /// is set by every match.
     pub fn render_message(&self, captures: &[(String, String)]) -> String {
         fill_message(&self.message, |name| {
             captures
@@ -233,7 +237,7 @@ fn fill_placeholders<'a>(
         let after = &rest[open + 1..];
         match after.find('}') {
             Some(close) if is_name(&after[..close]) => {
-                out.push_str(lookup(&after[..close]).unwrap_or("?"));
+                out.push_str(lookup(&after[..close]).unwrap_or_default());
                 rest = &after[close + 1..];
             }
             _ => {
@@ -259,13 +263,54 @@ fn fill_message<'a>(template: &str, lookup: impl Fn(&str) -> Option<&'a str>) ->
             return out;
         };
         let part = &after[..close];
-        if placeholders(part).iter().all(|name| lookup(name).is_some()) {
+        if placeholders(part)
+            .iter()
+            .all(|name| lookup(name).is_some_and(|v| !v.trim().is_empty()))
+        {
             out.push_str(&fill_placeholders(part, &lookup));
         }
         rest = &after[close + 2..];
     }
     out.push_str(&fill_placeholders(rest, &lookup));
     out
+}
+
+/// The captures every complete match sets: those every `any` pattern
+/// always sets, those any `all` pattern always sets (every one of them
+/// must match), and those a `when` condition needs (a match without them
+/// is dropped).
+fn always_set_by_every_match(spec: &MatchSpec, when: &[Condition]) -> BTreeSet<String> {
+    let mut any = spec.any.iter().map(|p| always_set(p.get_ref()));
+    let mut set = any.next().unwrap_or_default();
+    for other in any {
+        set = set.intersection(&other).cloned().collect();
+    }
+    for p in &spec.all {
+        set.extend(always_set(p.get_ref()));
+    }
+    for c in when {
+        set.extend(c.captures().map(str::to_owned));
+    }
+    set
+}
+
+/// The placeholders of `template` outside `[[ ... ]]`: those printed
+/// whatever the match.
+fn required_placeholders(template: &str) -> Vec<String> {
+    let mut outside = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find("[[") {
+        outside.push_str(&rest[..open]);
+        match rest[open + 2..].find("]]") {
+            Some(close) => rest = &rest[open + 2 + close + 2..],
+            None => {
+                outside.push_str(&rest[open..]);
+                rest = "";
+            }
+        }
+    }
+    outside.push_str(rest);
+    placeholders(&outside)
 }
 
 fn placeholders(template: &str) -> Vec<String> {
@@ -490,6 +535,23 @@ pub fn parse_rule_with(
             ));
         }
     }
+    if patterns_compiled {
+        let always = always_set_by_every_match(spec, &when);
+        for name in required_placeholders(file.message.get_ref()) {
+            if defined.contains(&name) && !always.contains(&name) {
+                errors.push(
+                    err(
+                        RuleErrorKind::UndefinedPlaceholder,
+                        file.message.span(),
+                        format!("message placeholder `{{{name}}}` is left unset by some match"),
+                    )
+                    .with_help(format!(
+                        "put the words that need it inside [[ ... ]], or capture `{name}` in every pattern of `any` (or in one of `all`)"
+                    )),
+                );
+            }
+        }
+    }
     for ex in &file.examples {
         for key in ex.captures.keys() {
             if patterns_compiled && !defined.contains(key) {
@@ -558,6 +620,7 @@ pub fn parse_rule_with(
         fallback: file.fallback,
         explains,
         internal: file.internal,
+        sole_sign: file.sole_sign,
         source: path.to_owned(),
         text: text.to_owned(),
         examples: file.examples,
@@ -608,11 +671,29 @@ mod tests {
     }
 
     #[test]
-    fn placeholders_are_filled_and_missing_ones_become_question_marks() {
+    fn placeholders_are_filled_and_missing_ones_print_nothing() {
         let f = fill_placeholders("rank {rank} got {what} {not a name}", |k| {
             (k == "rank").then_some("3")
         });
-        assert_eq!(f, "rank 3 got ? {not a name}");
+        assert_eq!(f, "rank 3 got  {not a name}");
+    }
+
+    #[test]
+    fn a_message_may_not_print_a_capture_some_match_leaves_unset() {
+        let rule = |message: &str, any: &str| {
+            let text = format!(
+                "id = \"r\"\ntitle = \"t\"\ncategory = \"python-error\"\nseverity = \"error\"\n\
+                 message = \"{message}\"\n[match]\nliterals = [\"Error\"]\nany = [{any}]\n\
+                 [[examples]]\nfires = true\ninput = \"MemoryError\"\n\
+                 [[examples]]\nfires = false\ninput = \"y\"\n"
+            );
+            parse_rule("r.toml", "r", &text)
+        };
+        let optional = r"'(?P<e>\w+Error)(?::\s*(?P<d>.*))?'";
+        assert!(rule("{e}: {d}", optional).is_err());
+        assert!(rule("{e}[[: {d}]]", optional).is_ok());
+        let one_form_only = r"'(?P<e>\w+Error): (?P<d>.+)', '(?P<e2>\w+Error)$'";
+        assert!(rule("{d}", one_form_only).is_err());
     }
 
     #[test]

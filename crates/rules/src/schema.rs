@@ -36,6 +36,10 @@ pub struct RuleFile {
     /// not reported itself.
     #[serde(default)]
     pub internal: bool,
+    /// A warning that, when nothing of error severity is found, names the
+    /// root cause with low confidence: the only sign of a known failure.
+    #[serde(default)]
+    pub sole_sign: bool,
     #[serde(rename = "match")]
     pub matching: Spanned<MatchSpec>,
     #[serde(default)]

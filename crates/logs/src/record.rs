@@ -1,0 +1,142 @@
+//! Whether a line starts a record of its own or continues the one before.
+//!
+//! A log line usually starts with something that marks a new record: a
+//! time, a level, an NCCL `host:pid:tid [dev]` header, a traceback's
+//! `File "..."` frame, a new `SomethingError:`. A line without one, after
+//! a line with an error message, may be the rest of that message: broken
+//! by the program (`AssertionError:` then the text), by a terminal's
+//! wrapping or by a copy-paste (`Resource exhausted: Out` then `of memory
+//! while trying to allocate ...`). [`continues_message`] tells the two
+//! apart, so that the scan can read such a pair as one message.
+
+use crate::timestamp::line_time;
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_while1};
+use nom::character::complete::{char, digit1, space1};
+use nom::combinator::{eof, recognize};
+use nom::sequence::{preceded, terminated};
+use nom::{IResult, Parser};
+
+/// Longest line taken as the rest of a message.
+const MAX_CONTINUATION: usize = 512;
+
+/// Whether `text` (rank prefix already removed) may continue the message
+/// of the line before it: not blank, not too long, and not the start of a
+/// record of its own.
+pub fn continues_message(text: &str) -> bool {
+    let t = text.trim_start();
+    !t.is_empty() && t.len() <= MAX_CONTINUATION && !starts_record(t)
+}
+
+fn starts_record(t: &str) -> bool {
+    let first = t.chars().next().unwrap_or(' ');
+    first.is_ascii_digit()
+        || matches!(
+            first,
+            '[' | '(' | '{' | '#' | '|' | '+' | '=' | '*' | '>' | '-'
+        )
+        || line_time(t).is_some()
+        || nccl_header(t).is_ok()
+        || marker(t).is_ok()
+        || level(t).is_ok()
+        || exception_start(t).is_ok()
+}
+
+/// `host:1234:5678 [0] `: the header of an NCCL debug line.
+fn nccl_header(t: &str) -> IResult<&str, &str> {
+    recognize((
+        take_while1(|c: char| c != ':' && c != ' '),
+        char(':'),
+        digit1,
+        char(':'),
+        digit1,
+        space1,
+        char('['),
+        digit1,
+        char(']'),
+    ))
+    .parse(t)
+}
+
+/// The lines of a Python traceback that are not a message.
+fn marker(t: &str) -> IResult<&str, &str> {
+    alt((
+        tag("File \""),
+        tag("Traceback (most recent call last)"),
+        tag("During handling of the above exception"),
+        tag("The above exception was the direct cause"),
+        tag("Original Traceback"),
+        tag("at "),
+    ))
+    .parse(t)
+}
+
+/// A level word at the start: `INFO:`, `WARNING `, `ERROR]`.
+fn level(t: &str) -> IResult<&str, &str> {
+    terminated(
+        alt((
+            tag("DEBUG"),
+            tag("INFO"),
+            tag("WARNING"),
+            tag("WARN"),
+            tag("ERROR"),
+            tag("CRITICAL"),
+            tag("FATAL"),
+        )),
+        alt((tag(":"), tag(" "), tag("]"), eof)),
+    )
+    .parse(t)
+}
+
+/// `KeyError:`, `torch.OutOfMemoryError:`: a new exception's line.
+fn exception_start(t: &str) -> IResult<&str, &str> {
+    let mut name = take_while1(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    let (rest, word) = name.parse(t)?;
+    let known = ["Error", "Exception", "Warning", "Exit", "Interrupt"];
+    if !known.iter().any(|k| word.ends_with(k)) {
+        return Err(nom::Err::Error(nom::error::Error::new(
+            t,
+            nom::error::ErrorKind::Tag,
+        )));
+    }
+    preceded(char(':'), nom::combinator::rest).parse(rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rest_of_a_broken_message_continues_it() {
+        for line in [
+            "of memory while trying to allocate 5520758552 bytes.",
+            "The NVIDIA driver on your system is too old (found version 10010).",
+            "  version from the URL: http://www.nvidia.com/Download/index.aspx",
+            "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE)",
+        ] {
+            assert!(continues_message(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_line_that_starts_a_record_does_not() {
+        for line in [
+            "",
+            "   ",
+            "2019-06-13 01:17:08.886805: E external/xla/local_client.cc:672] x",
+            "E1129 17:16:18.664318040 ProcessGroupNCCL.cpp:689] x",
+            "node1:2038:2110 [1] NCCL INFO Channel 00/02",
+            "File \"/opt/train.py\", line 3, in <module>",
+            "Traceback (most recent call last):",
+            "RuntimeError: CUDA error: out of memory",
+            "torch.OutOfMemoryError: CUDA out of memory.",
+            "WARNING: something",
+            "INFO:root:step 3",
+            "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed",
+            "12%|███       | 3/25",
+        ] {
+            assert!(!continues_message(line), "{line:?}");
+        }
+        assert!(!continues_message(&"x".repeat(MAX_CONTINUATION + 1)));
+    }
+}
