@@ -10,6 +10,7 @@ mod knowledge;
 mod prefixes;
 mod processes;
 mod rules;
+mod run_dirs;
 mod timeline;
 mod tracebacks;
 mod util;

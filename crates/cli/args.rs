@@ -1,4 +1,5 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use coroner_ingest::Selection;
 use coroner_model::Severity;
 use std::path::PathBuf;
 
@@ -35,12 +36,18 @@ pub enum BaselineCommand {
 #[derive(Debug, Args)]
 pub struct BaselineCreateArgs {
     /// Files, directories (walked recursively) or `-` for standard input.
-    /// With none, standard input is read when it is not a terminal.
+    /// With none, standard input is read when it is not a terminal. In a
+    /// directory, source code, notebooks, configs and docs are skipped
+    /// (by name, and by content for `.log`, `.txt` and other files), and
+    /// a `.coronerignore` (gitignore syntax) leaves out the paths it
+    /// names; a file named here is always read.
     #[arg(value_name = "PATH")]
     pub paths: Vec<String>,
     /// Write the baseline to FILE [default: standard output].
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub walk: WalkArgs,
     /// Leave the findings of rule RULE out of the baseline (repeatable;
     /// replaces `ignore` of coroner.toml).
     #[arg(long = "ignore", value_name = "RULE")]
@@ -49,6 +56,29 @@ pub struct BaselineCreateArgs {
     pub rule_args: RuleArgs,
     #[command(flatten)]
     pub config: ConfigArgs,
+}
+
+/// Which files of a walked directory are read.
+#[derive(Debug, Args, Clone, Default)]
+pub struct WalkArgs {
+    /// Read the files of walked directories that match GLOB, even source
+    /// code, notebooks, configs and docs, and those a .coronerignore
+    /// leaves out (repeatable; gitignore syntax, relative to the
+    /// directory: `notes.md`, `logs/*.py`, `docs/`).
+    #[arg(long = "include", value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Leave out the files and directories of walked directories that
+    /// match GLOB (repeatable; gitignore syntax, relative to the
+    /// directory: `*.bak`, `checkpoints/`); wins over --include.
+    #[arg(long = "exclude", value_name = "GLOB")]
+    pub exclude: Vec<String>,
+}
+
+impl WalkArgs {
+    /// The globs, checked. `Err` names the one that is not a glob.
+    pub fn selection(&self) -> Result<Selection, String> {
+        Selection::new(&self.include, &self.exclude).map_err(|e| e.to_string())
+    }
 }
 
 /// Where the configuration file comes from.
@@ -91,7 +121,11 @@ pub struct RuleArgs {
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
     /// Files, directories (walked recursively) or `-` for standard input.
-    /// With none, standard input is read when it is not a terminal.
+    /// With none, standard input is read when it is not a terminal. In a
+    /// directory, source code, notebooks, configs and docs are skipped
+    /// (by name, and by content for `.log`, `.txt` and other files), and
+    /// a `.coronerignore` (gitignore syntax) leaves out the paths it
+    /// names; a file named here is always read.
     #[arg(value_name = "PATH")]
     pub paths: Vec<String>,
     /// Output format [default: human on a terminal, json otherwise].
@@ -125,6 +159,8 @@ pub struct AnalyzeArgs {
     /// [default: the current directory].
     #[arg(long, value_name = "DIR")]
     pub path_prefix: Option<PathBuf>,
+    #[command(flatten)]
+    pub walk: WalkArgs,
     #[command(flatten)]
     pub core_args: CoreArgs,
     #[command(flatten)]

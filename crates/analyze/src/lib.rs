@@ -25,7 +25,9 @@ mod trends;
 mod unread;
 mod versions;
 
-use coroner_ingest::{discover, open, Follow, Input, InputSource, Opened, Prefetch};
+use coroner_ingest::{
+    discover, open, Follow, Input, InputSource, Opened, Prefetch, Selection, WalkedDirectory,
+};
 use coroner_model::{
     Finding, InputError, InputKind, InputSummary, Report, Stats, Tool, SCHEMA_VERSION,
 };
@@ -49,6 +51,9 @@ pub struct Options<'a> {
     /// Where to find the executables and libraries that host core dumps
     /// name; `None` looks only at the paths recorded in the core.
     pub host_core: Option<&'a coroner_hostcore::Options>,
+    /// The `--include` and `--exclude` globs for the files of walked
+    /// directories; `None` for none.
+    pub selection: Option<&'a Selection>,
 }
 
 impl std::fmt::Debug for Options<'_> {
@@ -57,6 +62,7 @@ impl std::fmt::Debug for Options<'_> {
             .field("follow", &self.follow.is_some())
             .field("on_finding", &self.on_finding.is_some())
             .field("host_core", &self.host_core)
+            .field("selection", &self.selection)
             .finish()
     }
 }
@@ -70,7 +76,8 @@ pub fn analyze(paths: &[String], rules: &RuleSet) -> Report {
 /// [`analyze`], with options.
 pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> Report {
     let started = Instant::now();
-    let discovery = discover(paths);
+    let no_selection = Selection::default();
+    let discovery = discover(paths, options.selection.unwrap_or(&no_selection));
     let mut inputs = Vec::new();
     let mut table = FindingTable::default();
     for (path, why) in &discovery.errors {
@@ -108,6 +115,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
             ..InputSummary::new(path.clone(), InputKind::Binary)
         });
     }
+    inputs.extend(discovery.directories.iter().map(directory_summary));
     versions::scan_versions(&mut table, rules, &discovery.inputs);
     let unread = std::mem::take(&mut table.unread);
     let mut findings = table.into_findings(rules);
@@ -185,6 +193,22 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync
         .into_iter()
         .filter_map(|slot| slot.into_inner().ok().flatten())
         .collect()
+}
+
+/// What a walked directory had passed over, as an entry of the inputs.
+fn directory_summary(walked: &WalkedDirectory) -> InputSummary {
+    InputSummary {
+        notes: walked.notes(),
+        errors: walked
+            .errors
+            .iter()
+            .map(|why| InputError {
+                message: why.clone(),
+                offset: None,
+            })
+            .collect(),
+        ..InputSummary::new(walked.display.clone(), InputKind::Directory)
+    }
 }
 
 fn unreadable(path: &str, why: &str) -> InputSummary {

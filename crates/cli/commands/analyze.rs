@@ -47,6 +47,13 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
             return ExitCode::ToolError;
         }
     };
+    let selection = match args.walk.selection() {
+        Ok(s) => s,
+        Err(msg) => {
+            output::eprint(&format!("coroner: {msg}\n"));
+            return ExitCode::ToolError;
+        }
+    };
     let Some(rules) = super::load_rules(&rule_args) else {
         return ExitCode::ToolError;
     };
@@ -87,6 +94,7 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
         follow: args.follow.then_some(&STOP),
         on_finding: streaming.then_some(&announce as &(dyn Fn(&Finding) + Sync)),
         host_core: Some(&host_core),
+        selection: Some(&selection),
     };
     let mut report = coroner_analyze::analyze_with(&paths, &rules, options);
     if !args.quiet {

@@ -235,13 +235,24 @@ pub fn create(args: &BaselineCreateArgs) -> ExitCode {
         }
     };
     let (rule_args, ignore) = (settings.rule_args, settings.ignore);
+    let selection = match args.walk.selection() {
+        Ok(s) => s,
+        Err(msg) => {
+            output::eprint(&format!("coroner: {msg}\n"));
+            return ExitCode::ToolError;
+        }
+    };
     let Some(rules) = super::load_rules(&rule_args) else {
         return ExitCode::ToolError;
     };
     let Some(paths) = super::input_paths(&args.paths, "record", "baseline create") else {
         return ExitCode::ToolError;
     };
-    let mut report = coroner_analyze::analyze(&paths, &rules);
+    let options = coroner_analyze::Options {
+        selection: Some(&selection),
+        ..coroner_analyze::Options::default()
+    };
+    let mut report = coroner_analyze::analyze_with(&paths, &rules, options);
     super::warn_unknown_rules(&ignore, &rules);
     apply(&mut report, &ignore, None);
     let text = render(&report);

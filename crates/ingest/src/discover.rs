@@ -1,5 +1,6 @@
+use crate::selection::Selection;
+use crate::walk::{walk, WalkedDirectory};
 use std::path::{Path, PathBuf};
-use walkdir::WalkDir;
 
 /// Where an input's bytes come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +31,10 @@ pub struct Discovery {
     pub inputs: Vec<Input>,
     /// Entries passed over, with the reason: hidden entries, special files.
     pub skipped: Vec<(String, String)>,
+    /// The walked directories that had more passed over (source code,
+    /// configs, docs, paths `--exclude` or `.coronerignore` left out), or
+    /// a `.coronerignore` that could not be used.
+    pub directories: Vec<WalkedDirectory>,
     /// Paths that could not be looked at, with the reason.
     pub errors: Vec<(String, String)>,
 }
@@ -37,8 +42,12 @@ pub struct Discovery {
 /// Expands command-line paths into inputs. Directories are walked
 /// recursively in file-name order without following symbolic links;
 /// hidden entries (a name starting with `.`) and anything that is not a
-/// regular file are skipped and listed in [`Discovery::skipped`].
-pub fn discover(paths: &[String]) -> Discovery {
+/// regular file are skipped and listed in [`Discovery::skipped`]; source
+/// code, notebooks, configs and docs are skipped and counted in
+/// [`Discovery::directories`]; `selection` (`--include`, `--exclude`)
+/// and `.coronerignore` files decide the rest. A file named in `paths` is
+/// always read.
+pub fn discover(paths: &[String], selection: &Selection) -> Discovery {
     let mut found = Discovery::default();
     for arg in paths {
         if arg == "-" {
@@ -53,7 +62,7 @@ pub fn discover(paths: &[String]) -> Discovery {
         let path = Path::new(arg);
         match std::fs::metadata(path) {
             Err(e) => found.errors.push((arg.clone(), e.to_string())),
-            Ok(meta) if meta.is_dir() => walk(path, &mut found),
+            Ok(meta) if meta.is_dir() => walk(path, selection, &mut found),
             Ok(meta) if meta.is_file() => found.inputs.push(file_input(path, true)),
             Ok(_) => found
                 .skipped
@@ -63,49 +72,7 @@ pub fn discover(paths: &[String]) -> Discovery {
     found
 }
 
-fn walk(root: &Path, found: &mut Discovery) {
-    let mut it = WalkDir::new(root)
-        .follow_links(false)
-        .sort_by_file_name()
-        .into_iter();
-    while let Some(entry) = it.next() {
-        let entry = match entry {
-            Ok(e) => e,
-            Err(e) => {
-                let at = e.path().unwrap_or(root).display().to_string();
-                found.errors.push((at, e.to_string()));
-                continue;
-            }
-        };
-        if entry.depth() > 0 && entry.file_name().to_string_lossy().starts_with('.') {
-            found
-                .skipped
-                .push((entry.path().display().to_string(), "hidden".to_owned()));
-            if entry.file_type().is_dir() {
-                it.skip_current_dir();
-            }
-            continue;
-        }
-        let kind = entry.file_type();
-        if kind.is_dir() {
-            continue;
-        }
-        if kind.is_file() {
-            found.inputs.push(file_input(entry.path(), false));
-        } else {
-            let why = if kind.is_symlink() {
-                "symbolic link (not followed)"
-            } else {
-                "not a regular file"
-            };
-            found
-                .skipped
-                .push((entry.path().display().to_string(), why.to_owned()));
-        }
-    }
-}
-
-fn file_input(path: &Path, explicit: bool) -> Input {
+pub(crate) fn file_input(path: &Path, explicit: bool) -> Input {
     Input {
         display: path.display().to_string(),
         source: InputSource::File(path.to_path_buf()),

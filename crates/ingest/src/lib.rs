@@ -2,7 +2,10 @@
 //!
 //! - [`discover`] turns command-line paths into [`Input`]s: files as given,
 //!   directories walked in a deterministic order (hidden entries and
-//!   special files skipped with a note), `-` for standard input.
+//!   special files skipped with a note), `-` for standard input. In a
+//!   directory, source code, notebooks, configs and docs are no evidence
+//!   and are skipped ([`authored_kind`]); [`Selection`] (`--include`,
+//!   `--exclude`) and `.coronerignore` files decide the rest.
 //! - [`open`] decompresses by magic bytes (gzip, zstd, xz) and detects what
 //!   the content is ([`coroner_model::InputKind`]); decompressed size is
 //!   capped relative to compressed size ([`TEXT_EXPANSION`],
@@ -24,6 +27,7 @@
     )
 )]
 
+mod authored;
 mod blocks;
 mod clean;
 mod discover;
@@ -32,7 +36,11 @@ mod limits;
 mod mapped;
 mod open;
 mod prefetch;
+mod python_source;
+mod selection;
+mod walk;
 
+pub use authored::{authored_kind, Authored, LOOK_LEN};
 pub use blocks::{Block, BlockReader, BLOCK_LEN, MAX_LINE};
 pub use clean::clean_line;
 pub use discover::{discover, rank_from_path, Discovery, Input, InputSource};
@@ -41,3 +49,5 @@ pub use limits::{ExpansionLimit, CORE_EXPANSION, TEXT_EXPANSION};
 pub use mapped::Mapped;
 pub use open::{detect_kind, open, open_reader, Compression, Opened};
 pub use prefetch::Prefetch;
+pub use selection::{GlobError, Selection, IGNORE_FILE};
+pub use walk::{PassedOver, WalkedDirectory};

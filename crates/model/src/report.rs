@@ -108,6 +108,12 @@ pub enum InputKind {
     Binary,
     /// Could not be opened at all.
     Unreadable,
+    /// Not an input of its own: a directory that was walked, listed when
+    /// some of its files were passed over (source code, notebooks, configs
+    /// and docs; paths `--exclude` or `.coronerignore` left out), which
+    /// its notes count and name, or when its `.coronerignore` could not be
+    /// used, which its errors say.
+    Directory,
 }
 
 impl InputKind {
@@ -124,6 +130,7 @@ impl InputKind {
             InputKind::EnvironmentFacts => "environment-facts",
             InputKind::Binary => "binary",
             InputKind::Unreadable => "unreadable",
+            InputKind::Directory => "directory",
         }
     }
 
@@ -280,6 +287,15 @@ impl Report {
     /// Whether any input could not be read in full.
     pub fn has_input_errors(&self) -> bool {
         self.inputs.iter().any(|i| !i.errors.is_empty())
+    }
+
+    /// Inputs listed, leaving out the walked directories' entries, which
+    /// are no input of their own.
+    pub fn input_count(&self) -> usize {
+        self.inputs
+            .iter()
+            .filter(|i| i.kind != InputKind::Directory)
+            .count()
     }
 
     /// Inputs that were analysed, in full or up to an error: text that was

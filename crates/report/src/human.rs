@@ -159,7 +159,7 @@ fn write_inputs(out: &mut String, report: &Report, style: Style) {
     let _ = writeln!(
         out,
         "\nRead {read} of {} input(s): {} lines, {}.",
-        report.inputs.len(),
+        report.input_count(),
         report.stats.lines,
         human_bytes(report.stats.bytes)
     );

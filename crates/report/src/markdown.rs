@@ -111,7 +111,7 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(
         out,
         "<sub>coroner read {} input(s), {} lines.</sub>",
-        report.inputs.len(),
+        report.input_count(),
         report.stats.lines
     );
     out

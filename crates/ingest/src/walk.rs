@@ -1,0 +1,230 @@
+//! Walking one directory named on the command line: which of its files are
+//! inputs, and what was passed over and why.
+
+use crate::authored::authored_kind;
+use crate::discover::{file_input, Discovery};
+use crate::selection::{IgnoreFiles, IgnoreVerdict, Selection, IGNORE_FILE};
+use std::path::Path;
+use walkdir::{DirEntry, WalkDir};
+
+/// Paths of one kind that were passed over: how many, and the first few.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PassedOver {
+    /// How many.
+    pub count: usize,
+    /// The first [`PassedOver::SHOWN`], relative to the walked directory
+    /// (a directory's with a trailing `/`), in walk order.
+    pub first: Vec<String>,
+}
+
+impl PassedOver {
+    /// How many paths are kept by name.
+    pub const SHOWN: usize = 5;
+
+    fn push(&mut self, rel: &Path, is_dir: bool) {
+        self.count += 1;
+        if self.first.len() < Self::SHOWN {
+            let slash = if is_dir { "/" } else { "" };
+            self.first.push(format!("{}{slash}", rel.display()));
+        }
+    }
+
+    /// `a, b, c and 4 more`.
+    fn names(&self) -> String {
+        let shown = self.first.join(", ");
+        match self.count.saturating_sub(self.first.len()) {
+            0 => shown,
+            more => format!("{shown} and {more} more"),
+        }
+    }
+}
+
+/// What a walked directory held that was not read, beyond hidden entries
+/// and special files (which [`Discovery::skipped`] lists one by one).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct WalkedDirectory {
+    /// The directory as given.
+    pub display: String,
+    /// Source code, notebooks, configs and docs, which are no evidence.
+    pub authored: PassedOver,
+    /// Paths `--exclude` left out.
+    pub excluded: PassedOver,
+    /// Paths a `.coronerignore` left out.
+    pub ignored: PassedOver,
+    /// `.coronerignore` files that could not be used in full, and why.
+    pub errors: Vec<String>,
+}
+
+impl WalkedDirectory {
+    /// One remark for each reason something was passed over.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.authored.count > 0 {
+            notes.push(format!(
+                "skipped {} source/config/doc file(s): {} (name a file, or --include GLOB, to read it)",
+                self.authored.count,
+                self.authored.names()
+            ));
+        }
+        for (what, by) in [
+            (&self.excluded, "--exclude"),
+            (&self.ignored, ".coronerignore"),
+        ] {
+            if what.count > 0 {
+                notes.push(format!(
+                    "left out {} path(s) matching {by}: {}",
+                    what.count,
+                    what.names()
+                ));
+            }
+        }
+        notes
+    }
+
+    fn is_empty(&self) -> bool {
+        self.authored.count == 0
+            && self.excluded.count == 0
+            && self.ignored.count == 0
+            && self.errors.is_empty()
+    }
+}
+
+enum Verdict {
+    Read,
+    Excluded,
+    Ignored,
+    Authored,
+}
+
+/// Walks `root` recursively in file-name order without following symbolic
+/// links. Hidden entries and special files are skipped (a `.coronerignore`
+/// is read, not listed); then `--exclude`, `--include` and the
+/// `.coronerignore` files decide, in that order, and what none of them
+/// names is read unless it is source code, a notebook, a config or a doc
+/// ([`authored_kind`]). A directory left out is not entered.
+pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
+    let mut walked = WalkedDirectory {
+        display: root.display().to_string(),
+        ..WalkedDirectory::default()
+    };
+    let mut ignore_files = IgnoreFiles::default();
+    let mut it = WalkDir::new(root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter();
+    while let Some(entry) = it.next() {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                let at = e.path().unwrap_or(root).display().to_string();
+                found.errors.push((at, e.to_string()));
+                continue;
+            }
+        };
+        let depth = entry.depth();
+        ignore_files.leave(depth);
+        let kind = entry.file_type();
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy();
+        if depth > 0 && kind.is_file() && name == IGNORE_FILE {
+            // Read when its directory was entered: no input, not hidden.
+            continue;
+        }
+        if depth > 0 && name.starts_with('.') {
+            found
+                .skipped
+                .push((path.display().to_string(), "hidden".to_owned()));
+            if kind.is_dir() {
+                it.skip_current_dir();
+            }
+            continue;
+        }
+        let rel = path.strip_prefix(root).unwrap_or(path);
+        let verdict = if depth == 0 {
+            Verdict::Read
+        } else {
+            verdict(&entry, rel, selection, &ignore_files)
+        };
+        let passed_over = match verdict {
+            Verdict::Read => None,
+            Verdict::Excluded => Some(&mut walked.excluded),
+            Verdict::Ignored => Some(&mut walked.ignored),
+            Verdict::Authored => Some(&mut walked.authored),
+        };
+        if let Some(list) = passed_over {
+            list.push(rel, kind.is_dir());
+            if kind.is_dir() {
+                it.skip_current_dir();
+            }
+            continue;
+        }
+        if kind.is_dir() {
+            if let Err(why) = ignore_files.enter(path, depth) {
+                walked.errors.push(why);
+            }
+        } else if kind.is_file() {
+            found.inputs.push(file_input(path, false));
+        } else {
+            let why = if kind.is_symlink() {
+                "symbolic link (not followed)"
+            } else {
+                "not a regular file"
+            };
+            found
+                .skipped
+                .push((path.display().to_string(), why.to_owned()));
+        }
+    }
+    if !walked.is_empty() {
+        found.directories.push(walked);
+    }
+}
+
+/// Whether to read `entry` (at `rel` in the walked directory).
+fn verdict(
+    entry: &DirEntry,
+    rel: &Path,
+    selection: &Selection,
+    ignore_files: &IgnoreFiles,
+) -> Verdict {
+    let is_dir = entry.file_type().is_dir();
+    if selection.excludes(rel, is_dir) {
+        return Verdict::Excluded;
+    }
+    if selection.includes(rel, is_dir) {
+        return Verdict::Read;
+    }
+    match ignore_files.verdict(entry.path(), is_dir) {
+        IgnoreVerdict::Ignored => return Verdict::Ignored,
+        IgnoreVerdict::Read => return Verdict::Read,
+        IgnoreVerdict::Unmatched => {}
+    }
+    if entry.file_type().is_file() && authored_kind(entry.path()).is_some() {
+        Verdict::Authored
+    } else {
+        Verdict::Read
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_count_and_name_the_first_few() {
+        let mut walked = WalkedDirectory::default();
+        for name in ["a.py", "b.md", "c.yaml", "d.ipynb", "e.sh", "f.rs", "g.cu"] {
+            walked.authored.push(Path::new(name), false);
+        }
+        walked.ignored.push(Path::new("ckpt"), true);
+        assert_eq!(
+            walked.notes(),
+            [
+                "skipped 7 source/config/doc file(s): a.py, b.md, c.yaml, d.ipynb, e.sh and 2 more \
+                 (name a file, or --include GLOB, to read it)",
+                "left out 1 path(s) matching .coronerignore: ckpt/",
+            ]
+        );
+        assert!(WalkedDirectory::default().notes().is_empty());
+    }
+}
