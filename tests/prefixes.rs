@@ -12,8 +12,11 @@ fn analyze_prefixed(name: &str, prefix: impl Fn(usize) -> String) -> serde_json:
         .enumerate()
         .map(|(i, l)| format!("{}{l}\n", prefix(i)))
         .collect();
+    // Tests run in parallel: each call gets a directory of its own.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!(
-        "coroner-prefixes-{}-{}",
+        "coroner-prefixes-{}-{call}-{}",
         std::process::id(),
         name.replace('/', "_")
     ));
