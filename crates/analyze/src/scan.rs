@@ -100,12 +100,15 @@ struct TextScan<'a> {
     read_tracebacks: Vec<RankedTraceback>,
     /// The last line handled, when it held a rule's literal: the next
     /// line may be the rest of its message.
-    joinable: Option<Joinable>,
+    joinable: Joinable,
 }
 
-/// A line kept to be matched joined with the next.
-#[derive(Debug)]
+/// A line kept to be matched joined with the next; its buffers are reused
+/// from line to line.
+#[derive(Debug, Default)]
 struct Joinable {
+    /// Whether a line is kept.
+    held: bool,
     number: u64,
     offset: u64,
     /// The text rules match (prefix removed).
@@ -191,7 +194,7 @@ pub(crate) fn scan_part(
         metrics: part.metrics.then(MetricCollector::new),
         tracebacks: TracebackReader::new(),
         read_tracebacks: Vec::new(),
-        joinable: None,
+        joinable: Joinable::default(),
     };
     loop {
         match blocks.next_block() {
@@ -250,7 +253,7 @@ impl TextScan<'_> {
         self.scanner.has_pending()
             || !self.open_after.is_empty()
             || self.tracebacks.is_open()
-            || self.joinable.is_some()
+            || self.joinable.held
     }
 
     /// Feeds the lines after a part to the windows and evidence contexts
@@ -426,33 +429,37 @@ impl TextScan<'_> {
             shown: &text,
             rank: prefixed.rank,
         };
-        let joinable = self.joinable.take();
-        if feed == Feed::All {
-            if let Some(prev) = joinable.filter(|p| {
-                p.number + 1 == number && p.rank == line.rank && continues_message(line.text)
-            }) {
-                let first = Line {
-                    number: prev.number,
-                    offset: prev.offset,
-                    text: &prev.text,
-                    shown: &prev.shown,
-                    rank: prev.rank,
-                };
-                self.scanner.feed_joined(&first, &line, &mut self.matches);
-            }
+        let held = std::mem::take(&mut self.joinable.held);
+        let prev = &self.joinable;
+        if held
+            && feed == Feed::All
+            && prev.number + 1 == number
+            && prev.rank == line.rank
+            && continues_message(line.text)
+        {
+            let first = Line {
+                number: prev.number,
+                offset: prev.offset,
+                text: &prev.text,
+                shown: &prev.shown,
+                rank: prev.rank,
+            };
+            self.scanner.feed_joined(&first, &line, &mut self.matches);
         }
         let quiet = feed == Feed::All && self.scanner.is_quiet(prefixed.rest);
         match feed {
             Feed::All if quiet => {}
             Feed::All => {
                 self.scanner.feed(&line, &mut self.matches);
-                self.joinable = Some(Joinable {
-                    number,
-                    offset,
-                    text: prefixed.rest.to_owned(),
-                    shown: text.clone(),
-                    rank: prefixed.rank,
-                });
+                let kept = &mut self.joinable;
+                kept.held = true;
+                kept.number = number;
+                kept.offset = offset;
+                kept.rank = prefixed.rank;
+                kept.text.clear();
+                kept.text.push_str(prefixed.rest);
+                kept.shown.clear();
+                kept.shown.push_str(&text);
             }
             Feed::OpenWindows => self.scanner.feed_open_windows(&line, &mut self.matches),
         }
