@@ -93,7 +93,8 @@ pub(crate) fn apply(findings: &mut [Finding], rules: &RuleSet) {
 /// both were first seen on the same line (or the victim within the
 /// winner's window: a block that a windowed rule reads whole replaces the
 /// readings of its single lines), and the findings of a `fallback`
-/// rule first seen on the same line as another rule's. The scanner applies
+/// rule first seen on the same line as another rule's that names a
+/// failure (not a hint that only adds context). The scanner applies
 /// `supersedes` and `fallback` line by line; a rule whose window completes
 /// on a later line cannot suppress a match that was already recorded, so
 /// this finishes the job. A dropped finding with more matches than the one
@@ -117,7 +118,10 @@ pub(crate) fn drop_superseded(findings: &mut Vec<Finding>, rules: &RuleSet) {
                     && winner.rule != victim.rule
                     && ((in_window
                         && winner_rule.is_some_and(|r| r.supersedes.contains(&victim.rule)))
-                        || (same_line && fallback(&victim.rule) && !fallback(&winner.rule)))
+                        || (same_line
+                            && fallback(&victim.rule)
+                            && !fallback(&winner.rule)
+                            && winner.role != Role::Context))
             })
         })
         .map(|(i, _)| i)

@@ -129,13 +129,7 @@ impl FindingTable {
         input_rank: Option<u32>,
         before: impl FnOnce(u64) -> Context,
     ) -> Option<EvidenceSlot> {
-        let rank = m
-            .captures
-            .iter()
-            .find(|(k, _)| k == "rank")
-            .and_then(|(_, v)| v.parse().ok())
-            .or(m.line_rank)
-            .or(input_rank);
+        let rank = captured_rank(&m.captures).or(m.line_rank).or(input_rank);
         let anchor = m.lines.first()?;
         let key = (m.rule, rank);
         let at = match self.index.get(&key) {
@@ -273,5 +267,59 @@ impl Entry {
             explained_by: None,
             traceback: self.traceback,
         })
+    }
+}
+
+/// The rank a match names: a capture `rank`, or else the one rank missing
+/// from a capture `ready_ranks`, the ranks that reached a collective the
+/// others wait in (`[ready ranks: 4, 6, 7, 1, 5, 3, 2]` names rank 0).
+/// Only a single gap below the highest listed rank names a rank: a rank
+/// above it, or several missing, are not known from the list.
+fn captured_rank(captures: &[(String, String)]) -> Option<u32> {
+    let get = |name: &str| captures.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    if let Some(rank) = get("rank").and_then(|v| v.parse().ok()) {
+        return Some(rank);
+    }
+    let mut ready: Vec<u32> = get("ready_ranks")?
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    ready.sort_unstable();
+    ready.dedup();
+    let mut missing = (0..=*ready.last()?).filter(|r| ready.binary_search(r).is_err());
+    match (missing.next(), missing.next()) {
+        (Some(rank), None) => Some(rank),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::captured_rank;
+
+    fn caps(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_rank_missing_from_the_ready_ones() {
+        assert_eq!(
+            captured_rank(&caps(&[("ready_ranks", "4, 6, 7, 1, 5, 3, 2")])),
+            Some(0)
+        );
+        assert_eq!(captured_rank(&caps(&[("ready_ranks", "0, 1, 3")])), Some(2));
+        // Two missing, or none below the highest: not known.
+        assert_eq!(captured_rank(&caps(&[("ready_ranks", "0, 3")])), None);
+        assert_eq!(captured_rank(&caps(&[("ready_ranks", "0, 1, 2")])), None);
+        assert_eq!(captured_rank(&caps(&[("ready_ranks", "x, 1")])), None);
+        assert_eq!(
+            captured_rank(&caps(&[("rank", "5"), ("ready_ranks", "1, 2")])),
+            Some(5)
+        );
     }
 }

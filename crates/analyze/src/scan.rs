@@ -13,7 +13,9 @@
 
 use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use coroner_ingest::{clean_line, Block, BlockReader, MAX_LINE};
-use coroner_logs::{continues_message, strip_rank_prefix, RankedTraceback, TracebackReader};
+use coroner_logs::{
+    continues_message, embedded_message, strip_rank_prefix, RankedTraceback, TracebackReader,
+};
 use coroner_metrics::MetricCollector;
 use coroner_model::{cap_chars, Context, Finding, InputError, InputKind, InputSummary};
 use coroner_rules::{Line, Match, Rule, RuleSet, Scanner};
@@ -103,12 +105,18 @@ struct TextScan<'a> {
     joinable: Joinable,
 }
 
-/// A line kept to be matched joined with the next; its buffers are reused
-/// from line to line.
+/// The lines of a message kept to be matched joined with the next: a
+/// line that held a rule's literal and the lines that continued it. Its
+/// buffers are reused from line to line.
 #[derive(Debug, Default)]
 struct Joinable {
-    /// Whether a line is kept.
-    held: bool,
+    /// How many lines are kept (the first `held` of `lines`).
+    held: usize,
+    lines: Vec<HeldLine>,
+}
+
+#[derive(Debug, Default)]
+struct HeldLine {
     number: u64,
     offset: u64,
     /// The text rules match (prefix removed).
@@ -116,6 +124,62 @@ struct Joinable {
     /// The whole line as shown.
     shown: String,
     rank: Option<u32>,
+}
+
+/// Lines of one message matched joined at most.
+const MAX_JOINED_LINES: usize = 6;
+
+impl Joinable {
+    fn is_held(&self) -> bool {
+        self.held > 0
+    }
+
+    /// Whether `line`, the next line of the input, continues the kept
+    /// message: then the rank it belongs to (a line without a rank prefix
+    /// that continues a ranked line broken by a hard wrap is that rank's).
+    fn continued_by(&self, line: &Line<'_>) -> Option<Option<u32>> {
+        let last = self.held.checked_sub(1).and_then(|i| self.lines.get(i))?;
+        let same_rank =
+            last.rank == line.rank || (line.rank.is_none() && is_hard_wrapped(&last.shown));
+        (last.number + 1 == line.number && same_rank && continues_message(line.text))
+            .then_some(last.rank)
+    }
+
+    /// Keeps `line` after the lines kept, or alone with `restart`.
+    fn keep(&mut self, line: &Line<'_>, restart: bool) {
+        if restart || self.held >= MAX_JOINED_LINES {
+            self.held = 0;
+        }
+        if self.lines.len() <= self.held {
+            self.lines.push(HeldLine::default());
+        }
+        let Some(kept) = self.lines.get_mut(self.held) else {
+            return;
+        };
+        kept.number = line.number;
+        kept.offset = line.offset;
+        kept.rank = line.rank;
+        kept.text.clear();
+        kept.text.push_str(line.text);
+        kept.shown.clear();
+        kept.shown.push_str(line.shown);
+        self.held += 1;
+    }
+
+    /// The kept lines, as the matcher takes them.
+    fn run(&self) -> Vec<Line<'_>> {
+        self.lines
+            .iter()
+            .take(self.held)
+            .map(|l| Line {
+                number: l.number,
+                offset: l.offset,
+                text: &l.text,
+                shown: &l.shown,
+                rank: l.rank,
+            })
+            .collect()
+    }
 }
 
 /// Scans one text input into `table`, filling `summary`'s byte and line
@@ -253,7 +317,7 @@ impl TextScan<'_> {
         self.scanner.has_pending()
             || !self.open_after.is_empty()
             || self.tracebacks.is_open()
-            || self.joinable.held
+            || self.joinable.is_held()
     }
 
     /// Feeds the lines after a part to the windows and evidence contexts
@@ -395,6 +459,30 @@ impl TextScan<'_> {
         }
     }
 
+    /// The rank of the line whose message line `number` (without a rank
+    /// prefix) continues: a message hard-wrapped by a paste or a terminal
+    /// carries the prefix on its first line only. Every line before it in
+    /// the message must be as wide as a wrap leaves it.
+    fn rank_of_message(&self, number: u64, text: &str) -> Option<u32> {
+        if !continues_message(text) {
+            return None;
+        }
+        for back in 1..MAX_JOINED_LINES as u64 {
+            let shown = self.recent.get(number.checked_sub(back)?)?;
+            if !is_hard_wrapped(shown) {
+                return None;
+            }
+            let before = strip_rank_prefix(shown);
+            if before.rank.is_some() {
+                return before.rank;
+            }
+            if !continues_message(before.rest) {
+                return None;
+            }
+        }
+        None
+    }
+
     /// Handles one line: cleans, decodes, matches and records it.
     fn handle_line(&mut self, raw: &[u8], offset: u64, truncated: bool) {
         self.line += 1;
@@ -422,46 +510,47 @@ impl TextScan<'_> {
             feed == Feed::All,
             &mut self.read_tracebacks,
         );
-        let line = Line {
+        let mut line = Line {
             number,
             offset,
             text: prefixed.rest,
             shown: &text,
             rank: prefixed.rank,
         };
-        let held = std::mem::take(&mut self.joinable.held);
-        let prev = &self.joinable;
-        if held
-            && feed == Feed::All
-            && prev.number + 1 == number
-            && prev.rank == line.rank
-            && continues_message(line.text)
-        {
-            let first = Line {
-                number: prev.number,
-                offset: prev.offset,
-                text: &prev.text,
-                shown: &prev.shown,
-                rank: prev.rank,
-            };
-            self.scanner.feed_joined(&first, &line, &mut self.matches);
+        // A line that continues a kept message is matched with it; the
+        // message goes on while lines continue it, and a line holding a
+        // rule's literal starts a new one.
+        let continued = (feed == Feed::All && self.joinable.held < MAX_JOINED_LINES)
+            .then(|| self.joinable.continued_by(&line))
+            .flatten();
+        let continues = continued.is_some();
+        if line.rank.is_none() && !continues {
+            line.rank = self.rank_of_message(number, line.text);
+        }
+        if let Some(rank) = continued {
+            line.rank = rank;
+            self.joinable.keep(&line, false);
+            self.scanner
+                .feed_joined(&self.joinable.run(), &mut self.matches);
         }
         let quiet = feed == Feed::All && self.scanner.is_quiet(prefixed.rest);
         match feed {
             Feed::All if quiet => {}
             Feed::All => {
                 self.scanner.feed(&line, &mut self.matches);
-                let kept = &mut self.joinable;
-                kept.held = true;
-                kept.number = number;
-                kept.offset = offset;
-                kept.rank = prefixed.rank;
-                kept.text.clear();
-                kept.text.push_str(prefixed.rest);
-                kept.shown.clear();
-                kept.shown.push_str(&text);
+                if let Some(embedded) = embedded_message(line.text) {
+                    self.scanner
+                        .feed_embedded(&line, &embedded, &mut self.matches);
+                }
             }
             Feed::OpenWindows => self.scanner.feed_open_windows(&line, &mut self.matches),
+        }
+        if feed == Feed::All && !continues {
+            if quiet {
+                self.joinable.held = 0;
+            } else {
+                self.joinable.keep(&line, true);
+            }
         }
         if self.matches.is_empty() {
             // Only a job's own lines: not the text coroner writes of cores.
@@ -499,6 +588,15 @@ impl TextScan<'_> {
             }
         }
     }
+}
+
+/// Characters a line has at least when a terminal or a paste wrapped it
+/// at a fixed width (80 columns or more); a shorter line ended where its
+/// program ended it.
+const WRAP_WIDTH: usize = 80;
+
+fn is_hard_wrapped(shown: &str) -> bool {
+    shown.chars().count() >= WRAP_WIDTH
 }
 
 /// What a line is matched for.
@@ -591,17 +689,68 @@ mod tests {
         }
     }
 
+    fn builtin() -> RuleSet {
+        RuleSet::load(&RuleSources {
+            builtin: true,
+            ..RuleSources::default()
+        })
+        .unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    /// An exception line inside a flattened traceback or a JSON field is
+    /// read by the rules for its own line, with the whole line as evidence.
+    #[test]
+    fn embedded_exception_lines_are_read() {
+        let rules = builtin();
+        let got = digest(
+            b"File \"train.py\", line 23, in <module> from transformers import X ModuleNotFoundError: No module named 'transformers'\n",
+            &rules,
+        );
+        assert!(
+            got.iter()
+                .any(|d| d.starts_with("python-module-not-found ")),
+            "{got:?}"
+        );
+        let got = digest(
+            b"{\n  \"message\": \"RendezvousTimeoutError: \",\n}\n",
+            &rules,
+        );
+        assert!(
+            got.iter()
+                .any(|d| d.starts_with("elastic-rendezvous-timeout ")),
+            "{got:?}"
+        );
+    }
+
+    /// A rank's message hard-wrapped by a paste keeps its rank on the lines
+    /// without the prefix; a short line before an unprefixed one gives it
+    /// no rank.
+    #[test]
+    fn wrapped_lines_keep_their_rank() {
+        let rules = builtin();
+        let text = "[rank6]:[E429 13:55:49.384372190 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank 6] ProcessGroupNCCL'\ns watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives. This typically indi\n";
+        let got = digest(text.as_bytes(), &rules);
+        assert!(
+            got.iter()
+                .any(|d| d.starts_with("nccl-watchdog-hang Some(6) ")),
+            "{got:?}"
+        );
+        let text = "[rank3]: step 12 | loss 2.5\n/pytorch/aten/src/ATen/native/cuda/Loss.cu:245: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.\n";
+        let got = digest(text.as_bytes(), &rules);
+        assert!(
+            got.iter()
+                .any(|d| d.starts_with("cuda-kernel-assertion-failed None ")),
+            "{got:?}"
+        );
+    }
+
     /// The fast path (a block-wide search, lines between hits only counted)
     /// finds what handling every line finds. A colour code at the start of
     /// a block sends all its lines through the line-by-line path, and is
     /// cleaned away before matching.
     #[test]
     fn the_block_search_misses_no_line_of_any_fixture() {
-        let rules = RuleSet::load(&RuleSources {
-            builtin: true,
-            ..RuleSources::default()
-        })
-        .unwrap_or_else(|e| panic!("{e:?}"));
+        let rules = builtin();
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
         let mut logs = Vec::new();
         text_logs(&root, &mut logs);

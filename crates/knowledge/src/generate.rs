@@ -170,7 +170,9 @@ fn cuda_rule(
     text.push_str("\n[match]\n");
     list(&mut text, "literals", &literals);
     list(&mut text, "any", &any);
-    list(&mut text, "not", &["Search for `".to_owned()]);
+    // The hint line alone names a code without reporting it; a paste that
+    // flattened the error and its hint onto one line still reports it.
+    list(&mut text, "not", &["^\\s*Search for `".to_owned()]);
     for (line, what) in &examples {
         text.push_str("\n[[examples]]\nfires = true\n");
         field(&mut text, "input", line);
@@ -180,7 +182,7 @@ fn cuda_rule(
     field(
         &mut text,
         "input",
-        "Search for `cudaErrorAssert' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.",
+        "  Search for `cudaErrorAssert' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.",
     );
     Some(GeneratedRule {
         path: format!("rules/cuda-codes/{id}.toml"),

@@ -6,7 +6,8 @@
 //! [`TracebackReader`] reads Python tracebacks, chained ones included, into
 //! their exceptions and frames. [`line_time`] reads the wall-clock time a
 //! line starts with. [`continues_message`] tells whether a line is the rest
-//! of the message on the line before it.
+//! of the message on the line before it, and [`embedded_message`] finds
+//! an exception's line inside a flattened traceback or a JSON field.
 #![forbid(unsafe_code)]
 // Inputs are untrusted: no panicking shortcuts on the bytes they hold.
 #![cfg_attr(
@@ -19,12 +20,14 @@
     )
 )]
 
+mod embedded;
 mod prefix;
 mod record;
 mod template;
 mod timestamp;
 mod traceback;
 
+pub use embedded::embedded_message;
 pub use prefix::{strip_rank_prefix, Prefixed};
 pub use record::continues_message;
 pub use template::suspicious_template;

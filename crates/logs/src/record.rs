@@ -89,7 +89,7 @@ fn level(t: &str) -> IResult<&str, &str> {
 }
 
 /// `KeyError:`, `torch.OutOfMemoryError:`: a new exception's line.
-fn exception_start(t: &str) -> IResult<&str, &str> {
+pub(crate) fn exception_start(t: &str) -> IResult<&str, &str> {
     let mut name = take_while1(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.');
     let (rest, word) = name.parse(t)?;
     let known = ["Error", "Exception", "Warning", "Exit", "Interrupt"];

@@ -1,4 +1,5 @@
-//! Conditions on a match's captures: `when = ["requested > capacity"]`.
+//! Conditions on a match's captures: `when = ["requested > capacity"]`,
+//! `when = ["reserved - allocated > requested"]`.
 //!
 //! A rule's regexes find a failure's line and capture its numbers; a
 //! condition compares them, so that a rule can say what the numbers mean
@@ -18,8 +19,15 @@ pub(crate) struct Condition {
     right: Operand,
 }
 
+/// One side of a comparison: the sum of its terms (`reserved - allocated`
+/// is `reserved` plus `-1 * allocated`).
 #[derive(Debug, Clone, PartialEq)]
-enum Operand {
+struct Operand {
+    terms: Vec<Term>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Term {
     /// A capture, times a factor (`0.5 * capacity`).
     Capture(f64, String),
     /// A constant (`1 GiB`, `100`).
@@ -46,7 +54,9 @@ impl fmt::Display for BadCondition {
 
 impl Condition {
     /// Reads `left op right`, where each side is a capture name, a factor
-    /// times a capture name (`0.5 * capacity`) or a quantity (`1 GiB`).
+    /// times a capture name (`0.5 * capacity`), a quantity (`1 GiB`), or
+    /// a sum or difference of those (`reserved - allocated`, with spaces
+    /// around the sign).
     pub(crate) fn parse(text: &str) -> Result<Condition, BadCondition> {
         let (at, op, len) = [(">=", Op::Ge), ("<=", Op::Le), (">", Op::Gt), ("<", Op::Lt)]
             .iter()
@@ -65,9 +75,10 @@ impl Condition {
     pub(crate) fn captures(&self) -> impl Iterator<Item = &str> {
         [&self.left, &self.right]
             .into_iter()
-            .filter_map(|o| match o {
-                Operand::Capture(_, name) => Some(name.as_str()),
-                Operand::Value(_) => None,
+            .flat_map(|o| o.terms.iter())
+            .filter_map(|t| match t {
+                Term::Capture(_, name) => Some(name.as_str()),
+                Term::Value(_) => None,
             })
     }
 
@@ -87,22 +98,49 @@ impl Condition {
 
 impl Operand {
     fn parse(text: &str) -> Result<Operand, BadCondition> {
+        let mut terms = Vec::new();
+        let mut sign = 1.0;
+        let mut rest = text.trim();
+        loop {
+            let next = [(" - ", -1.0), (" + ", 1.0)]
+                .iter()
+                .filter_map(|(s, k)| rest.find(s).map(|at| (at, *k)))
+                .min_by_key(|(at, _)| *at);
+            let (part, after) = match next {
+                Some((at, k)) => (rest.get(..at).unwrap_or(""), Some((at + 3, k))),
+                None => (rest, None),
+            };
+            terms.push(Term::parse(part, sign)?);
+            let Some((skip, k)) = after else { break };
+            rest = rest.get(skip..).unwrap_or("");
+            sign = k;
+        }
+        Ok(Operand { terms })
+    }
+
+    fn value(&self, captures: &[(String, String)]) -> Option<f64> {
+        self.terms.iter().map(|t| t.value(captures)).sum()
+    }
+}
+
+impl Term {
+    fn parse(text: &str, sign: f64) -> Result<Term, BadCondition> {
         let text = text.trim();
         if let Some((factor, name)) = text.split_once('*') {
             let factor = quantity(factor.trim())
                 .ok_or_else(|| BadCondition(format!("`{}` is not a number", factor.trim())))?;
-            return Ok(Operand::Capture(factor, capture_name(name.trim())?));
+            return Ok(Term::Capture(sign * factor, capture_name(name.trim())?));
         }
         if let Some(value) = quantity(text) {
-            return Ok(Operand::Value(value));
+            return Ok(Term::Value(sign * value));
         }
-        Ok(Operand::Capture(1.0, capture_name(text)?))
+        Ok(Term::Capture(sign, capture_name(text)?))
     }
 
     fn value(&self, captures: &[(String, String)]) -> Option<f64> {
         match self {
-            Operand::Value(v) => Some(*v),
-            Operand::Capture(factor, name) => captures
+            Term::Value(v) => Some(*v),
+            Term::Capture(factor, name) => captures
                 .iter()
                 .find(|(k, _)| k == name)
                 .and_then(|(_, v)| quantity(v))
@@ -173,6 +211,37 @@ mod tests {
         ])));
         let constant = Condition::parse("free >= 1 GiB").unwrap_or_else(|e| panic!("{e}"));
         assert!(constant.holds(&caps(&[("free", "1024.00 MiB")])));
+    }
+
+    #[test]
+    fn differences_of_captures() {
+        let c =
+            Condition::parse("reserved - allocated > requested").unwrap_or_else(|e| panic!("{e}"));
+        // The old allocator message: 2.5 GiB cached but not allocated, and
+        // a 1 GiB request that did not fit in it.
+        assert!(c.holds(&caps(&[
+            ("reserved", "10.50 GiB"),
+            ("allocated", "8.00 GiB"),
+            ("requested", "1.00 GiB")
+        ])));
+        assert!(!c.holds(&caps(&[
+            ("reserved", "8.10 GiB"),
+            ("allocated", "8.00 GiB"),
+            ("requested", "1.00 GiB")
+        ])));
+        let sum = Condition::parse("a + b - 1 GiB >= c").unwrap_or_else(|e| panic!("{e}"));
+        assert!(sum.holds(&caps(&[("a", "1 GiB"), ("b", "1 GiB"), ("c", "1 GiB")])));
+        assert_eq!(
+            Condition::parse("reserved - allocated > requested")
+                .map(|c| c.captures().map(str::to_owned).collect::<Vec<_>>()),
+            Ok(vec![
+                "reserved".to_owned(),
+                "allocated".to_owned(),
+                "requested".to_owned()
+            ])
+        );
+        // A missing capture on either side: no answer.
+        assert!(!c.holds(&caps(&[("reserved", "10 GiB"), ("requested", "1 GiB")])));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use crate::prefilter::Prefilter;
 use crate::rule::{merge_captures as merge, Captures, LazyRegex, Rule};
 use crate::set::RuleSet;
-use coroner_model::InputKind;
+use coroner_model::{InputKind, Role};
 
 /// One line as the matcher sees it.
 #[derive(Debug, Clone, Copy)]
@@ -69,9 +69,9 @@ pub struct Scanner<'s> {
     pending: Vec<Pending>,
     hit: Vec<bool>,
     candidates: Vec<usize>,
-    /// The last line fed and the rules anchored on it, which a match of
-    /// that line joined with the next must not repeat.
-    anchored_on: (u64, Vec<usize>),
+    /// The head line of the run of lines last matched joined, and the
+    /// rules that matched it: a longer run must not repeat them.
+    joined: (u64, Vec<usize>),
 }
 
 /// A rule may hold at most this many open windows at once; an anchor seen
@@ -88,7 +88,7 @@ impl<'s> Scanner<'s> {
             pending: Vec::new(),
             hit: vec![false; set.rules().len()],
             candidates: Vec::new(),
-            anchored_on: (0, Vec::new()),
+            joined: (0, Vec::new()),
         }
     }
 
@@ -143,9 +143,6 @@ impl<'s> Scanner<'s> {
             }
         }
         self.candidates = candidates;
-        self.anchored_on.0 = line.number;
-        self.anchored_on.1.clear();
-        self.anchored_on.1.extend(anchored.iter().map(|a| a.0));
         self.drop_superseded(&mut anchored);
         for (r, found, remaining) in anchored {
             if remaining.is_empty() {
@@ -161,53 +158,149 @@ impl<'s> Scanner<'s> {
         }
     }
 
-    /// Matches `first` and `next`, consecutive lines, as one: a message
-    /// that a terminal, a copy-paste or the program itself broke across
-    /// two lines (`Resource exhausted: Out` / `of memory while trying to
-    /// allocate ...`, `AssertionError:` / `The NVIDIA driver ...`). Only a
-    /// match that spans the break counts, of a rule without a window that
-    /// is not a fallback and matches neither line alone (`first` must be
-    /// the last line fed); it is anchored on `first`, with both lines as
-    /// evidence.
-    pub fn feed_joined(&mut self, first: &Line<'_>, next: &Line<'_>, out: &mut Vec<Match>) {
-        let head = first.text.trim_end();
-        let tail = next.text.trim_start();
-        if head.is_empty() || tail.is_empty() {
+    /// Matches a run of consecutive lines as one message: a message that a
+    /// terminal, a copy-paste or the program itself broke across lines
+    /// (`Resource exhausted: Out` / `of memory while trying to allocate
+    /// ...`, `AssertionError:` / `The NVIDIA driver ...`, a `RuntimeError:`
+    /// whose text goes on for several lines). `run` is the head line and
+    /// the lines that continue it so far, the last one new; each line of it
+    /// was fed alone before. Only a match that reaches the new line and
+    /// starts before it counts, of a rule without a window that is not a
+    /// fallback, that matches no line of the run alone and that a shorter
+    /// part of the run did not already give; it is anchored on the head,
+    /// with the lines as evidence.
+    pub fn feed_joined(&mut self, run: &[Line<'_>], out: &mut Vec<Match>) {
+        let Some(head) = run.first().filter(|_| run.len() >= 2) else {
             return;
+        };
+        if self.joined.0 != head.number {
+            self.joined = (head.number, Vec::new());
         }
-        let joined = format!("{head} {tail}");
+        let mut joined = String::new();
+        let mut last_start = 0;
+        for (i, line) in run.iter().enumerate() {
+            let part = if i == 0 {
+                line.text.trim_end()
+            } else {
+                line.text.trim()
+            };
+            if part.is_empty() {
+                return;
+            }
+            if i > 0 {
+                joined.push(' ');
+            }
+            last_start = joined.len();
+            joined.push_str(part);
+        }
+        // A break inside a word (`cudaMalloc fail` / `ed: out of memory`,
+        // a hard wrap at a fixed width) is also read without the space.
+        let tail_starts_word = joined
+            .get(last_start..)
+            .and_then(|t| t.chars().next())
+            .is_some_and(|c| c.is_ascii_lowercase());
+        let head_ends_word = joined
+            .get(..last_start.saturating_sub(1))
+            .and_then(|h| h.chars().next_back())
+            .is_some_and(|c| c.is_ascii_alphabetic());
+        let mut variants = Vec::with_capacity(2);
+        if tail_starts_word && head_ends_word {
+            let mut unspaced = joined.clone();
+            unspaced.remove(last_start - 1);
+            variants.push((joined, last_start, 1));
+            variants.push((unspaced, last_start - 1, 0));
+        } else {
+            variants.push((joined, last_start, 1));
+        }
+        let mut anchored: Vec<(usize, Match, Vec<usize>)> = Vec::new();
+        for (joined, last_start, gap) in &variants {
+            self.match_joined(run, joined, *last_start, *gap, &mut anchored);
+        }
+        self.drop_superseded(&mut anchored);
+        self.joined.1.extend(anchored.iter().map(|a| a.0));
+        out.extend(anchored.into_iter().map(|(_, found, _)| found));
+    }
+
+    /// The matches of `joined`, the lines of `run` joined with `gap` bytes
+    /// between them, that reach its last line (at `last_start`) and need
+    /// the lines together.
+    fn match_joined(
+        &mut self,
+        run: &[Line<'_>],
+        joined: &str,
+        last_start: usize,
+        gap: usize,
+        anchored: &mut Vec<(usize, Match, Vec<usize>)>,
+    ) {
+        let Some(head) = run.first() else { return };
         let mut candidates = std::mem::take(&mut self.candidates);
         self.prefilter
-            .candidates(&joined, &mut self.hit, &mut candidates);
+            .candidates(joined, &mut self.hit, &mut candidates);
         let line = Line {
-            number: first.number,
-            offset: first.offset,
-            text: &joined,
-            shown: &joined,
-            rank: first.rank,
+            number: head.number,
+            offset: head.offset,
+            text: joined,
+            shown: joined,
+            rank: head.rank,
         };
-        let already = (self.anchored_on.0 == first.number).then_some(&self.anchored_on.1);
         let rules = self.set.rules();
-        let mut anchored: Vec<(usize, Match, Vec<usize>)> = Vec::new();
         for &r in &candidates {
             let Some(rule) = rules.get(r) else { continue };
-            if rule.fallback || rule.window() > 0 || already.is_some_and(|a| a.contains(&r)) {
+            if rule.fallback
+                || rule.window() > 0
+                || self.joined.1.contains(&r)
+                || anchored.iter().any(|a| a.0 == r)
+            {
                 continue;
             }
             let Some((index, mut found, remaining)) = anchor(rule, r, &line) else {
                 continue;
             };
-            let spans_break = found
+            let reaches_last = found
                 .lines
                 .first()
                 .and_then(|l| l.span)
-                .is_some_and(|(start, end)| start < head.len() && end > head.len() + 1);
-            // The rule must need both parts: a match of the next line
+                .is_some_and(|(start, end)| start + gap < last_start && end > last_start);
+            // The rule must need the lines together: a match of one line
             // alone is that line's own.
-            if !remaining.is_empty() || !spans_break || anchor(rule, r, next).is_some() {
+            if !remaining.is_empty()
+                || !reaches_last
+                || run.iter().any(|l| anchor(rule, r, l).is_some())
+            {
                 continue;
             }
-            found.lines = vec![whole_line(first), whole_line(next)];
+            found.lines = run.iter().map(whole_line).collect();
+            anchored.push((index, found, remaining));
+        }
+        self.candidates = candidates;
+    }
+
+    /// Matches `embedded`, a message found inside `line` (the exception
+    /// line of a traceback flattened onto one line, a JSON `"message"`
+    /// field), with the rules without a window that did not match `line`
+    /// itself; `line` is the evidence. `line` must be the last line fed.
+    pub fn feed_embedded(&mut self, line: &Line<'_>, embedded: &str, out: &mut Vec<Match>) {
+        let mut candidates = std::mem::take(&mut self.candidates);
+        self.prefilter
+            .candidates(embedded, &mut self.hit, &mut candidates);
+        let inner = Line {
+            text: embedded,
+            shown: embedded,
+            ..*line
+        };
+        let rules = self.set.rules();
+        let mut anchored: Vec<(usize, Match, Vec<usize>)> = Vec::new();
+        for &r in &candidates {
+            let Some(rule) = rules.get(r).filter(|rule| rule.window() == 0) else {
+                continue;
+            };
+            let Some((index, mut found, remaining)) = anchor(rule, r, &inner) else {
+                continue;
+            };
+            if !remaining.is_empty() || anchor(rule, r, line).is_some() {
+                continue;
+            }
+            found.lines = vec![whole_line(line)];
             anchored.push((index, found, remaining));
         }
         self.candidates = candidates;
@@ -276,7 +369,10 @@ impl<'s> Scanner<'s> {
             .map(|a| a.0)
             .collect();
         let fallback = |r: usize| rules.get(r).is_some_and(|rule| rule.fallback);
-        let any_specific = complete.iter().any(|&r| !fallback(r));
+        // A specific rule replaces a fallback on its line only when it
+        // names a failure: a hint that only adds context does not.
+        let names_failure = |r: usize| rules.get(r).is_some_and(|rule| rule.role != Role::Context);
+        let any_specific = complete.iter().any(|&r| !fallback(r) && names_failure(r));
         anchored.retain(|(r, _, _)| {
             let superseded = complete
                 .iter()
@@ -484,7 +580,7 @@ mod tests {
         let mut out = Vec::new();
         scanner.feed(&line(0), &mut out);
         scanner.feed(&line(1), &mut out);
-        scanner.feed_joined(&line(0), &line(1), &mut out);
+        scanner.feed_joined(&[line(0), line(1)], &mut out);
         let found: Vec<(String, u64, usize)> = out
             .iter()
             .map(|m| {
@@ -501,6 +597,92 @@ mod tests {
         assert_eq!(
             out[1].captures,
             vec![("bytes".to_owned(), "5520758552".to_owned())]
+        );
+    }
+
+    #[test]
+    fn a_message_broken_across_several_lines_matches_once_whole() {
+        let driver = rule(
+            "driver",
+            "message = \"m\"\n[match]\nliterals = [\"insufficient\"]\nany = ['driver version is insufficient for CUDA runtime version']",
+        );
+        let cuda = rule(
+            "cuda",
+            "message = \"m\"\n[match]\nliterals = [\"CUDA driver\"]\nany = ['CUDA driver']",
+        );
+        let set = RuleSet::new(vec![driver, cuda]).unwrap_or_else(|e| panic!("{e:?}"));
+        let lines = [
+            "RuntimeError: CUDA driver version is",
+            "insufficient for CUDA",
+            "runtime version",
+            "at the end",
+        ];
+        let line = |i: usize| Line {
+            number: i as u64 + 1,
+            offset: 0,
+            text: lines[i],
+            shown: lines[i],
+            rank: None,
+        };
+        let mut scanner = Scanner::new(&set, InputKind::Log);
+        let mut out = Vec::new();
+        let mut run = Vec::new();
+        for i in 0..lines.len() {
+            run.push(line(i));
+            scanner.feed(&line(i), &mut out);
+            scanner.feed_joined(&run, &mut out);
+        }
+        let found: Vec<(&str, u64, usize)> = out
+            .iter()
+            .map(|m| {
+                (
+                    set.rules()[m.rule].id.as_str(),
+                    m.lines[0].number,
+                    m.lines.len(),
+                )
+            })
+            .collect();
+        // Found once, when the third line completes it, and not again
+        // with the fourth; the first line's own match is not repeated.
+        assert_eq!(found, [("cuda", 1, 1), ("driver", 1, 3)]);
+    }
+
+    #[test]
+    fn a_word_broken_by_a_hard_wrap_is_read_whole() {
+        let oom = rule(
+            "oom",
+            "message = \"m\"\n[match]\nliterals = [\"storage_manager\"]\nany = ['storage_manager\\S*:\\d+: cudaMalloc failed: out of memory']",
+        );
+        let set = RuleSet::new(vec![oom]).unwrap_or_else(|e| panic!("{e:?}"));
+        let got = |text: &str| {
+            let lines: Vec<&str> = text.lines().collect();
+            let line = |i: usize| Line {
+                number: i as u64 + 1,
+                offset: 0,
+                text: lines[i],
+                shown: lines[i],
+                rank: None,
+            };
+            let mut scanner = Scanner::new(&set, InputKind::Log);
+            let mut out = Vec::new();
+            scanner.feed(&line(0), &mut out);
+            scanner.feed_joined(&[line(0), line(1)], &mut out);
+            out.len()
+        };
+        assert_eq!(
+            got("src/storage/./pooled_storage_manager.h:107: cudaMalloc fail\ned: out of memory"),
+            1
+        );
+        // Two words, broken between them.
+        assert_eq!(
+            got("src/storage/./pooled_storage_manager.h:107: cudaMalloc\nfailed: out of memory"),
+            1
+        );
+        assert_eq!(
+            got(
+                "src/storage/./pooled_storage_manager.h:107: cudaMalloc fail\nlater: out of memory"
+            ),
+            0
         );
     }
 
