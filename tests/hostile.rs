@@ -525,3 +525,46 @@ fn a_directory_of_100_000_tiny_files_is_read_in_bounded_time() {
         run.elapsed, run.peak_kib
     );
 }
+
+/// Bytes from an input that a terminal, a CI runner or a Markdown renderer
+/// would obey: escape sequences, C1 controls, carriage returns, backspaces,
+/// bells, bidi overrides and zero-width marks, in a log line, in a file
+/// name and in a capture that fills a message.
+#[test]
+fn nothing_from_an_input_acts_on_a_terminal() {
+    let dir = Scratch::new("hostile-terminal");
+    let name = "evil\x1b]52;c;aGk=\x07\u{202e}gol.log";
+    let log = "step 1\n\
+        torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 4.98 GiB is free. \u{9b}2J\u{9d}8;;http://x\u{7}\rFAKE\x08\x08\u{200b}\u{2066}\n\
+        terminate called after throwing an instance of 'c10::Err\x1b[2Jor\u{202e}'\n";
+    std::fs::write(dir.path(name), log).unwrap();
+    let raw_path = dir.display(name);
+    for format in [
+        "human", "markdown", "github", "junit", "sarif", "json", "jsonl",
+    ] {
+        let out = crate::util::run(&["analyze", "--format", format, &raw_path], None);
+        assert_eq!(out.status.code(), Some(1), "{format}");
+        for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            for bad in [
+                '\x1b', '\r', '\x08', '\x07', '\u{9b}', '\u{9d}', '\u{202e}', '\u{2066}',
+                '\u{200b}',
+            ] {
+                assert!(
+                    !text.contains(bad),
+                    "{format} {stream} holds {:?}: {text}",
+                    bad
+                );
+            }
+        }
+        // The name is shown escaped (JSON writes the backslash twice, a
+        // SARIF URI percent-encodes it).
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("\\u{202e}gol.log")
+                || text.contains("\\\\u{202e}gol.log")
+                || text.contains("%5Cu%7B202e%7Dgol.log"),
+            "{format}: the name is shown: {text}"
+        );
+    }
+}

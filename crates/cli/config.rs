@@ -17,6 +17,7 @@
 //! error naming the file.
 
 use crate::args::ConfigArgs;
+use coroner_model::shown_path;
 use coroner_model::Severity;
 use std::path::{Path, PathBuf};
 
@@ -72,7 +73,7 @@ pub fn discover(start: &Path) -> Option<PathBuf> {
 
 /// Reads and checks the file at `path`.
 pub fn load(path: &Path) -> Result<Config, String> {
-    let shown = path.display();
+    let shown = shown_path(path);
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read configuration {shown}: {e}"))?;
     parse(&text, path).map_err(|e| format!("invalid configuration {shown}: {e}"))

@@ -2,7 +2,7 @@
 //! the first location, a few evidence lines and the first captures.
 
 use coroner_logs::{line_time, strip_rank_prefix};
-use coroner_model::{cap_chars, Context, Evidence, Finding, Location, Traceback};
+use coroner_model::{inert, inert_capped, Context, Evidence, Finding, Location, Traceback};
 use coroner_rules::{Match, RuleSet};
 use std::collections::HashMap;
 
@@ -149,7 +149,12 @@ impl FindingTable {
                     },
                     order: (self.input, anchor.number),
                     evidence: Vec::new(),
-                    captures: m.captures.clone(),
+                    // A capture is input text: it fills messages.
+                    captures: m
+                        .captures
+                        .iter()
+                        .map(|(k, v)| (k.clone(), inert(v).into_owned()))
+                        .collect(),
                     traceback: None,
                 });
                 self.index.insert(key, self.entries.len() - 1);
@@ -164,7 +169,7 @@ impl FindingTable {
         let first_evidence = entry.evidence.is_empty();
         let mut context = first_evidence.then(|| before(anchor.number));
         if let Some(c) = &mut context {
-            c.span = anchor.span;
+            c.span = anchor.span.map(|span| inert_span(&anchor.text, span));
         }
         let slot = (at, entry.evidence.len());
         for (k, line) in m.lines.iter().enumerate() {
@@ -174,7 +179,7 @@ impl FindingTable {
             entry.evidence.push(Evidence {
                 input: input.to_owned(),
                 line: line.number,
-                text: cap_chars(&line.text, MAX_EVIDENCE_CHARS),
+                text: inert_capped(&line.text, MAX_EVIDENCE_CHARS),
                 context: if k == 0 { context.take() } else { None },
             });
         }
@@ -192,7 +197,7 @@ impl FindingTable {
         else {
             return false;
         };
-        ctx.after.push(cap_chars(text, MAX_EVIDENCE_CHARS));
+        ctx.after.push(inert_capped(text, MAX_EVIDENCE_CHARS));
         ctx.after.len() < wanted
     }
 
@@ -293,6 +298,13 @@ fn captured_rank(captures: &[(String, String)]) -> Option<u32> {
         (Some(rank), None) => Some(rank),
         _ => None,
     }
+}
+
+/// `span`, a byte range of `text`, as a range of `inert(text)`.
+fn inert_span(text: &str, (start, end): (usize, usize)) -> (usize, usize) {
+    let len = |s: Option<&str>| s.map_or(0, |s| inert(s).len());
+    let start2 = len(text.get(..start));
+    (start2, start2 + len(text.get(start..end)))
 }
 
 #[cfg(test)]

@@ -50,12 +50,15 @@ pub fn choose(
     };
     let is_symptom = named == Named::Echo;
     let primary = findings.remove(at);
-    let rank = primary.rank.or_else(|| {
-        findings
-            .iter()
-            .filter(|f| f.category == primary.category)
-            .find_map(|f| f.rank)
-    });
+    let rank = primary
+        .rank
+        .or_else(|| {
+            findings
+                .iter()
+                .filter(|f| f.category == primary.category)
+                .find_map(|f| f.rank)
+        })
+        .or_else(|| launcher_local_rank(&primary, &findings));
     let mut summary = primary.message.clone();
     if !summary.ends_with('.') {
         summary.push('.');
@@ -172,6 +175,22 @@ fn is_ambiguous(findings: &[Finding], at: usize) -> bool {
                 && !is_generic(f)
                 && f.explained_by.as_deref() != Some(chosen.rule.as_str())
         })
+}
+
+/// With no rank named anywhere, the one local rank a launcher reports as
+/// failed (torchrun's `failed (exitcode: 1) local_rank: 0`): on the
+/// single-node jobs such logs come from, the local rank is the rank. A
+/// log with ranks in it, or launchers naming several local ranks, gives
+/// none.
+fn launcher_local_rank(primary: &Finding, others: &[Finding]) -> Option<u32> {
+    if others.iter().any(|f| f.rank.is_some()) {
+        return None;
+    }
+    let mut named = std::iter::once(primary)
+        .chain(others)
+        .filter_map(|f| f.captures.get("local_rank")?.parse::<u32>().ok());
+    let first = named.next()?;
+    named.all(|r| r == first).then_some(first)
 }
 
 /// A rank that issued fewer collectives than the others.
@@ -386,6 +405,38 @@ mod tests {
             &|_| false,
         );
         assert_eq!(root.rank, Some(0), "no rank lags");
+    }
+
+    #[test]
+    fn a_launchers_local_rank_names_the_rank_only_when_nothing_else_does() {
+        let launcher = |local: &str| {
+            let mut f = finding(
+                "exitcode",
+                Category::PythonError,
+                Severity::Error,
+                Role::Symptom,
+                9,
+            );
+            f.captures.insert("local_rank".to_owned(), local.to_owned());
+            f
+        };
+        let oom = || finding("oom", Category::GpuOom, Severity::Error, Role::Cause, 3);
+        let (root, _) = choose(vec![oom(), launcher("2")], &[], &|_| false);
+        assert_eq!((root.rule.as_deref(), root.rank), (Some("oom"), Some(2)));
+        // Two local ranks failed: which one first is not known.
+        let (root, _) = choose(vec![oom(), launcher("2"), launcher("3")], &[], &|_| false);
+        assert_eq!(root.rank, None);
+        // A log that names ranks: the local rank may be another node's.
+        let mut ranked = finding(
+            "warn",
+            Category::PythonError,
+            Severity::Info,
+            Role::Context,
+            1,
+        );
+        ranked.rank = Some(5);
+        let (root, _) = choose(vec![oom(), launcher("2"), ranked], &[], &|_| false);
+        assert_eq!(root.rank, None);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use coroner_logs::{
     continues_message, embedded_message, strip_rank_prefix, RankedTraceback, TracebackReader,
 };
 use coroner_metrics::MetricCollector;
-use coroner_model::{cap_chars, Context, Finding, InputError, InputKind, InputSummary};
+use coroner_model::{inert_capped, Context, Finding, InputError, InputKind, InputSummary};
 use coroner_rules::{Line, Match, Rule, RuleSet, Scanner};
 use std::collections::VecDeque;
 use std::io::Read;
@@ -69,7 +69,7 @@ impl Recent {
             self.lines
                 .iter()
                 .filter(|(n, _)| range.contains(n))
-                .map(|(_, t)| cap_chars(t, MAX_EVIDENCE_CHARS))
+                .map(|(_, t)| inert_capped(t, MAX_EVIDENCE_CHARS))
                 .collect()
         };
         let ctx = CONTEXT_LINES as u64;

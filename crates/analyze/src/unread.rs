@@ -6,7 +6,7 @@
 //! has no root cause, the report shows the most frequent templates: where
 //! to look when coroner cannot say.
 
-use coroner_model::{cap_chars, Evidence, UnreadLines};
+use coroner_model::{inert, inert_capped, Evidence, UnreadLines};
 use std::collections::HashMap;
 
 /// Templates kept per table; lines of further templates are not counted.
@@ -56,12 +56,12 @@ impl Unread {
         }
         self.index.insert(template.clone(), self.groups.len());
         self.groups.push(Group {
-            template,
+            template: inert(&template).into_owned(),
             count: 1,
             first: Evidence {
                 input: input.to_owned(),
                 line,
-                text: cap_chars(shown, MAX_TEXT),
+                text: inert_capped(shown, MAX_TEXT),
                 context: None,
             },
             order: (position, line),

@@ -3,6 +3,7 @@ use crate::args::{AnalyzeArgs, ReportFormat};
 use crate::config;
 use crate::exit::ExitCode;
 use crate::output;
+use coroner_model::shown_path;
 use coroner_model::Finding;
 use coroner_model::Severity;
 use coroner_report::PathBase;
@@ -104,10 +105,7 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
     if !args.quiet && (suppressed.ignored > 0 || suppressed.baselined > 0) {
         let mut parts = Vec::new();
         if suppressed.baselined > 0 {
-            let file = baseline_path
-                .as_deref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
+            let file = baseline_path.as_deref().map(shown_path).unwrap_or_default();
             parts.push(format!("{} by baseline {file}", suppressed.baselined));
         }
         if suppressed.ignored > 0 {

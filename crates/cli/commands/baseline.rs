@@ -20,6 +20,7 @@
 use crate::args::BaselineCreateArgs;
 use crate::exit::ExitCode;
 use crate::output;
+use coroner_model::shown_path;
 use coroner_model::{Finding, Report};
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -114,7 +115,7 @@ pub struct Baseline {
 impl Baseline {
     /// Reads a baseline file; `Err` is a message naming it.
     pub fn load(path: &Path) -> Result<Baseline, String> {
-        let shown = path.display();
+        let shown = shown_path(path);
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read baseline {shown}: {e}"))?;
         Baseline::parse(&text).map_err(|e| format!("invalid baseline {shown}: {e}"))
@@ -261,14 +262,14 @@ pub fn create(args: &BaselineCreateArgs) -> ExitCode {
             if let Err(e) = std::fs::write(path, &text) {
                 output::eprint(&format!(
                     "coroner: cannot write baseline {}: {e}\n",
-                    path.display()
+                    shown_path(path)
                 ));
                 return ExitCode::ToolError;
             }
             output::eprint(&format!(
                 "coroner: recorded {} finding(s) in {}\n",
                 report.findings.len(),
-                path.display()
+                shown_path(path)
             ));
         }
         _ => {

@@ -1,6 +1,7 @@
 use crate::args::{Format, RuleArgs, RulesCommand};
 use crate::exit::ExitCode;
 use crate::output;
+use coroner_model::shown_path;
 use coroner_rules::{RuleSet, RuleSources};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -151,7 +152,7 @@ fn validate(dir: &Path) -> ExitCode {
                 .iter()
                 .filter(|r| Path::new(&r.source).starts_with(dir))
                 .count();
-            let text = format!("{own} rule(s) valid in {}\n", dir.display());
+            let text = format!("{own} rule(s) valid in {}\n", shown_path(dir));
             finish(output::print(&text), ExitCode::Clean)
         }
         Err(errors) => {

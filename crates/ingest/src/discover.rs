@@ -1,5 +1,6 @@
 use crate::selection::Selection;
 use crate::walk::{walk, WalkedDirectory};
+use coroner_model::shown_path;
 use std::path::{Path, PathBuf};
 
 /// Where an input's bytes come from.
@@ -74,7 +75,7 @@ pub fn discover(paths: &[String], selection: &Selection) -> Discovery {
 
 pub(crate) fn file_input(path: &Path, explicit: bool) -> Input {
     Input {
-        display: path.display().to_string(),
+        display: shown_path(path),
         source: InputSource::File(path.to_path_buf()),
         rank: rank_from_path(path),
         explicit,

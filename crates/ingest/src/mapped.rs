@@ -2,6 +2,7 @@
 //! file is memory-mapped; a compressed one is decompressed, as a stream, into
 //! an unlinked temporary file that is then mapped.
 
+use coroner_model::shown_path;
 use std::fs::File;
 use std::io::{self, Read};
 use std::ops::Deref;
@@ -20,7 +21,7 @@ impl Mapped {
         if !std::fs::metadata(path)?.is_file() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("{} is not a regular file", path.display()),
+                format!("{} is not a regular file", shown_path(path)),
             ));
         }
         let file = File::open(path)?;
@@ -28,7 +29,7 @@ impl Mapped {
             // Replaced between the two looks.
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("{} is not a regular file", path.display()),
+                format!("{} is not a regular file", shown_path(path)),
             ));
         }
         Mapped::of_file(&file)

@@ -2,6 +2,7 @@
 //! `--exclude` globs of the command line and the `.coronerignore` files of
 //! the directories, all in gitignore syntax.
 
+use coroner_model::shown_path;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use std::path::{Path, PathBuf};
 
@@ -121,7 +122,7 @@ impl IgnoreFiles {
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             return Ok(());
         };
-        let shown = path.display();
+        let shown = shown_path(&path);
         if !meta.is_file() {
             return Err(format!("{shown}: not a regular file, not read"));
         }

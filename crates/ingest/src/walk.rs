@@ -4,6 +4,7 @@
 use crate::authored::authored_kind;
 use crate::discover::{file_input, Discovery};
 use crate::selection::{IgnoreFiles, IgnoreVerdict, Selection, IGNORE_FILE};
+use coroner_model::shown_path;
 use std::path::Path;
 use walkdir::{DirEntry, WalkDir};
 
@@ -25,7 +26,7 @@ impl PassedOver {
         self.count += 1;
         if self.first.len() < Self::SHOWN {
             let slash = if is_dir { "/" } else { "" };
-            self.first.push(format!("{}{slash}", rel.display()));
+            self.first.push(format!("{}{slash}", shown_path(rel)));
         }
     }
 
@@ -104,7 +105,7 @@ enum Verdict {
 /// ([`authored_kind`]). A directory left out is not entered.
 pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
     let mut walked = WalkedDirectory {
-        display: root.display().to_string(),
+        display: shown_path(root),
         ..WalkedDirectory::default()
     };
     let mut ignore_files = IgnoreFiles::default();
@@ -116,7 +117,7 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
-                let at = e.path().unwrap_or(root).display().to_string();
+                let at = shown_path(e.path().unwrap_or(root));
                 found.errors.push((at, e.to_string()));
                 continue;
             }
@@ -131,9 +132,7 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
             continue;
         }
         if depth > 0 && name.starts_with('.') {
-            found
-                .skipped
-                .push((path.display().to_string(), "hidden".to_owned()));
+            found.skipped.push((shown_path(path), "hidden".to_owned()));
             if kind.is_dir() {
                 it.skip_current_dir();
             }
@@ -170,9 +169,7 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
             } else {
                 "not a regular file"
             };
-            found
-                .skipped
-                .push((path.display().to_string(), why.to_owned()));
+            found.skipped.push((shown_path(path), why.to_owned()));
         }
     }
     if !walked.is_empty() {

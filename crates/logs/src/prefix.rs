@@ -87,15 +87,19 @@ fn mpi_tag(s: &str) -> IResult<&str, u32> {
 }
 
 /// The rank PyTorch's distributed C++ code names inside its own lines,
-/// after the glog header: `[E ProcessGroupNCCL.cpp:916] [Rank 1] ...`,
-/// `[PG ID 0 PG GUID 0(default_pg) Rank 2] ...`. The line is kept whole.
+/// after the glog header or inside the exception that carries them:
+/// `[E ProcessGroupNCCL.cpp:916] [Rank 1] ...`, `[PG ID 0 PG GUID
+/// 0(default_pg) Rank 2] ...`, `what():  [PG 1 Rank 1] Process group
+/// watchdog thread terminated ...`, `DistBackendError: [Rank 3] ...`.
+/// Only the first 200 bytes are looked at. The line is kept whole.
 fn c10d_rank(s: &str) -> Option<u32> {
-    if !s.starts_with('[') {
-        return None;
+    let mut cut = s.len().min(200);
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
     }
-    let head = s.get(..s.len().min(200)).unwrap_or(s);
-    let after = match head.find("] [Rank ") {
-        Some(i) => head.get(i + 8..)?,
+    let head = s.get(..cut)?;
+    let after = match head.find("[Rank ") {
+        Some(i) => head.get(i + 6..)?,
         None => {
             let pg = head.get(head.find("[PG ")?..)?;
             pg.get(pg.find(" Rank ")? + 6..)?
@@ -268,6 +272,19 @@ mod tests {
         );
         assert_eq!(p.rank, Some(3));
         assert_eq!(strip_rank_prefix("[E x.cpp:1] [Rank x] y").rank, None);
+        // Inside the exception that carries the message.
+        let p = strip_rank_prefix(
+            "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 2] Process group watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered",
+        );
+        assert_eq!(p.rank, Some(2));
+        let p = strip_rank_prefix(
+            "torch.distributed.DistBackendError: [Rank 3] Watchdog caught collective operation timeout",
+        );
+        assert_eq!(p.rank, Some(3));
+        assert_eq!(
+            strip_rank_prefix(&format!("{} [Rank 4] late", "x".repeat(300))).rank,
+            None
+        );
         assert_eq!(strip_rank_prefix("12:30:01 lunch").rest, "12:30:01 lunch");
     }
 

@@ -22,7 +22,7 @@
 //! continues it nor links to a next exception, after [`BETWEEN_LINES`]
 //! lines, or at the end of the input ([`TracebackReader::finish`]).
 
-use coroner_model::{cap_chars, ChainLink, PyException, PyFrame, Traceback};
+use coroner_model::{inert_capped, ChainLink, PyException, PyFrame, Traceback};
 
 /// Lines after an exception line in which a chain link may still come
 /// (the rest of a multi-line message and blank lines).
@@ -192,7 +192,7 @@ impl Open {
                 {
                 } else if code && !(line == bare && looks_like_exception(bare)) {
                     if let Some(frame) = self.frames.last_mut() {
-                        frame.code = Some(cap_chars(bare, MAX_TEXT));
+                        frame.code = Some(inert_capped(bare, MAX_TEXT));
                     }
                     self.state = State::Frames { code: false, stray };
                 } else if !self.frames.is_empty() && line == bare {
@@ -247,8 +247,8 @@ impl Open {
             self.done.remove(0);
         }
         self.done.push(PyException {
-            exception: cap_chars(exception, MAX_TEXT),
-            message: cap_chars(message, MAX_TEXT),
+            exception: inert_capped(exception, MAX_TEXT),
+            message: inert_capped(message, MAX_TEXT),
             line: number,
             frames: std::mem::take(&mut self.frames),
             frames_omitted: std::mem::take(&mut self.omitted),
@@ -266,9 +266,9 @@ fn parse_frame(bare: &str) -> Option<PyFrame> {
         None => (rest, ""),
     };
     Some(PyFrame {
-        file: cap_chars(file, MAX_TEXT),
+        file: inert_capped(file, MAX_TEXT),
         line: line.trim().parse().ok()?,
-        function: cap_chars(function, MAX_TEXT),
+        function: inert_capped(function, MAX_TEXT),
         code: None,
     })
 }
