@@ -132,57 +132,77 @@ fn percent(right: usize, total: usize) -> f64 {
     }
 }
 
-/// The README's tables for `cases` and their outcomes.
-fn tables(cases: &[Case], outcomes: &[Outcome]) -> String {
-    let mut by_split: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    let mut by_category: BTreeMap<&str, BTreeMap<&str, (usize, usize)>> = BTreeMap::new();
-    let mut ranks = (0, 0);
-    for (case, outcome) in cases.iter().zip(outcomes) {
-        let right = usize::from(outcome.category_right);
-        let s = by_split.entry(&case.split).or_default();
-        s.0 += right;
-        s.1 += 1;
-        let c = by_category
-            .entry(&case.label)
-            .or_default()
-            .entry(&case.split)
-            .or_default();
-        c.0 += right;
-        c.1 += 1;
-        if let Some(r) = outcome.rank_right {
-            ranks.0 += usize::from(r);
-            ranks.1 += 1;
+/// Right answers out of cases, per split, per category and split, and for
+/// the first failing rank.
+#[derive(Default)]
+struct Tally<'a> {
+    by_split: BTreeMap<&'a str, (usize, usize)>,
+    by_category: BTreeMap<&'a str, BTreeMap<&'a str, (usize, usize)>>,
+    ranks: (usize, usize),
+}
+
+impl<'a> Tally<'a> {
+    fn of(cases: &'a [Case], outcomes: &[Outcome]) -> Tally<'a> {
+        let mut tally = Tally::default();
+        for (case, outcome) in cases.iter().zip(outcomes) {
+            let right = usize::from(outcome.category_right);
+            let s = tally.by_split.entry(&case.split).or_default();
+            s.0 += right;
+            s.1 += 1;
+            let c = tally
+                .by_category
+                .entry(&case.label)
+                .or_default()
+                .entry(&case.split)
+                .or_default();
+            c.0 += right;
+            c.1 += 1;
+            if let Some(r) = outcome.rank_right {
+                tally.ranks.0 += usize::from(r);
+                tally.ranks.1 += 1;
+            }
         }
+        tally
     }
-    let mut out = String::from(
-        "| split | cases | right root cause | accuracy |\n| --- | ---: | ---: | ---: |\n",
-    );
-    for split in ["train", "holdout"] {
-        let (right, total) = by_split.get(split).copied().unwrap_or_default();
+
+    /// The accuracy of `split`, in percent.
+    fn accuracy(&self, split: &str) -> f64 {
+        let (right, total) = self.by_split.get(split).copied().unwrap_or_default();
+        percent(right, total)
+    }
+
+    /// The README's tables.
+    fn tables(&self) -> String {
+        let mut out = String::from(
+            "| split | cases | right root cause | accuracy |\n| --- | ---: | ---: | ---: |\n",
+        );
+        for split in ["train", "holdout"] {
+            let (right, total) = self.by_split.get(split).copied().unwrap_or_default();
+            out.push_str(&format!(
+                "| {split} | {total} | {right} | {:.1}% |\n",
+                percent(right, total)
+            ));
+        }
         out.push_str(&format!(
-            "| {split} | {total} | {right} | {:.1}% |\n",
-            percent(right, total)
+            "| first failing rank, where the thread names one | {} | {} | {:.1}% |\n",
+            self.ranks.1,
+            self.ranks.0,
+            percent(self.ranks.0, self.ranks.1)
         ));
+        out.push_str("\n| category | train | holdout |\n| --- | ---: | ---: |\n");
+        for (category, splits) in &self.by_category {
+            let cell = |split: &str| match splits.get(split) {
+                Some((right, total)) => format!("{right}/{total}"),
+                None => "-".to_owned(),
+            };
+            out.push_str(&format!(
+                "| {category} | {} | {} |\n",
+                cell("train"),
+                cell("holdout")
+            ));
+        }
+        out
     }
-    out.push_str(&format!(
-        "| first failing rank, where the thread names one | {} | {} | {:.1}% |\n",
-        ranks.1,
-        ranks.0,
-        percent(ranks.0, ranks.1)
-    ));
-    out.push_str("\n| category | train | holdout |\n| --- | ---: | ---: |\n");
-    for (category, splits) in &by_category {
-        let cell = |split: &str| match splits.get(split) {
-            Some((right, total)) => format!("{right}/{total}"),
-            None => "-".to_owned(),
-        };
-        out.push_str(&format!(
-            "| {category} | {} | {} |\n",
-            cell("train"),
-            cell("holdout")
-        ));
-    }
-    out
 }
 
 #[test]
@@ -199,22 +219,14 @@ fn the_wild_corpus_is_answered_as_the_readme_says() {
         );
     }
     let outcomes = run_all(&cases);
-    let table = tables(&cases, &outcomes);
+    let tally = Tally::of(&cases, &outcomes);
+    let table = tally.tables();
     for (case, outcome) in cases.iter().zip(&outcomes) {
         if !outcome.category_right {
             println!("wrong: {} ({}, {})", case.id, case.label, case.split);
         }
     }
-    let accuracy = |split: &str| {
-        let (right, total) = cases
-            .iter()
-            .zip(&outcomes)
-            .filter(|(c, _)| c.split == split)
-            .fold((0, 0), |(r, t), (_, o)| {
-                (r + usize::from(o.category_right), t + 1)
-            });
-        percent(right, total)
-    };
+    let accuracy = |split: &str| tally.accuracy(split);
     assert!(
         accuracy("train") >= TRAIN_FLOOR,
         "train {:.1}%",

@@ -596,7 +596,9 @@ impl TextScan<'_> {
 const WRAP_WIDTH: usize = 80;
 
 fn is_hard_wrapped(shown: &str) -> bool {
-    shown.chars().count() >= WRAP_WIDTH
+    // Bytes are at least as many as characters: most lines are ruled out
+    // without counting.
+    shown.len() >= WRAP_WIDTH && shown.chars().count() >= WRAP_WIDTH
 }
 
 /// What a line is matched for.

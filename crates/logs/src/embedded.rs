@@ -13,8 +13,10 @@
 //! for the exception's own line read it.
 
 use crate::record::exception_start;
+use nom::bytes::complete::escaped;
 use nom::bytes::complete::tag;
-use nom::character::complete::{char, space0};
+use nom::character::complete::{anychar, char, none_of, space0};
+use nom::combinator::opt;
 use nom::sequence::{delimited, preceded};
 use nom::{IResult, Parser};
 
@@ -69,20 +71,12 @@ fn message_field(t: &str) -> IResult<&str, &str> {
     .parse(t)
 }
 
-/// The inside of a JSON string: anything but a quote, a backslash taking
-/// the next character with it.
+/// The inside of a JSON string: anything but a quote or a backslash, a
+/// backslash taking the next character with it.
 fn string_body(t: &str) -> IResult<&str, &str> {
-    let mut escaped = false;
-    let end = t
-        .char_indices()
-        .find(|&(_, c)| {
-            let stop = c == '"' && !escaped;
-            escaped = c == '\\' && !escaped;
-            stop
-        })
-        .map_or(t.len(), |(i, _)| i);
-    let (body, rest) = t.split_at(end);
-    Ok((rest, body))
+    opt(escaped(none_of("\\\""), '\\', anychar))
+        .map(Option::unwrap_or_default)
+        .parse(t)
 }
 
 #[cfg(test)]

@@ -489,6 +489,31 @@ mod tests {
             .collect()
     }
 
+    /// Line `i` (0-based) of `lines`, as the matcher takes it.
+    fn nth_line<'a>(lines: &[&'a str], i: usize) -> Line<'a> {
+        Line {
+            number: i as u64 + 1,
+            offset: 0,
+            text: lines[i],
+            shown: lines[i],
+            rank: None,
+        }
+    }
+
+    /// Each match as its rule's id, its first line's number and how many
+    /// lines it holds.
+    fn found_lines<'s>(set: &'s RuleSet, out: &[Match]) -> Vec<(&'s str, u64, usize)> {
+        out.iter()
+            .map(|m| {
+                (
+                    set.rules()[m.rule].id.as_str(),
+                    m.lines[0].number,
+                    m.lines.len(),
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn literals_gate_regexes_case_insensitively() {
         let set = RuleSet::new(vec![rule(
@@ -569,31 +594,16 @@ mod tests {
             "RuntimeError: Resource exhausted: Out ",
             "of memory while trying to allocate 5520758552 bytes.",
         ];
-        let line = |i: usize| Line {
-            number: i as u64 + 1,
-            offset: 0,
-            text: lines[i],
-            shown: lines[i],
-            rank: None,
-        };
+        let line = |i: usize| nth_line(&lines, i);
         let mut scanner = Scanner::new(&set, InputKind::Log);
         let mut out = Vec::new();
         scanner.feed(&line(0), &mut out);
         scanner.feed(&line(1), &mut out);
         scanner.feed_joined(&[line(0), line(1)], &mut out);
-        let found: Vec<(String, u64, usize)> = out
-            .iter()
-            .map(|m| {
-                (
-                    set.rules()[m.rule].id.clone(),
-                    m.lines[0].number,
-                    m.lines.len(),
-                )
-            })
-            .collect();
+        let found = found_lines(&set, &out);
         // The joined text repeats neither the fallback nor the rule that
         // matched the first line alone.
-        assert_eq!(found, [("head".to_owned(), 1, 1), ("oom".to_owned(), 1, 2)]);
+        assert_eq!(found, [("head", 1, 1), ("oom", 1, 2)]);
         assert_eq!(
             out[1].captures,
             vec![("bytes".to_owned(), "5520758552".to_owned())]
@@ -617,13 +627,7 @@ mod tests {
             "runtime version",
             "at the end",
         ];
-        let line = |i: usize| Line {
-            number: i as u64 + 1,
-            offset: 0,
-            text: lines[i],
-            shown: lines[i],
-            rank: None,
-        };
+        let line = |i: usize| nth_line(&lines, i);
         let mut scanner = Scanner::new(&set, InputKind::Log);
         let mut out = Vec::new();
         let mut run = Vec::new();
@@ -632,16 +636,7 @@ mod tests {
             scanner.feed(&line(i), &mut out);
             scanner.feed_joined(&run, &mut out);
         }
-        let found: Vec<(&str, u64, usize)> = out
-            .iter()
-            .map(|m| {
-                (
-                    set.rules()[m.rule].id.as_str(),
-                    m.lines[0].number,
-                    m.lines.len(),
-                )
-            })
-            .collect();
+        let found = found_lines(&set, &out);
         // Found once, when the third line completes it, and not again
         // with the fourth; the first line's own match is not repeated.
         assert_eq!(found, [("cuda", 1, 1), ("driver", 1, 3)]);
@@ -656,13 +651,7 @@ mod tests {
         let set = RuleSet::new(vec![oom]).unwrap_or_else(|e| panic!("{e:?}"));
         let got = |text: &str| {
             let lines: Vec<&str> = text.lines().collect();
-            let line = |i: usize| Line {
-                number: i as u64 + 1,
-                offset: 0,
-                text: lines[i],
-                shown: lines[i],
-                rank: None,
-            };
+            let line = |i: usize| nth_line(&lines, i);
             let mut scanner = Scanner::new(&set, InputKind::Log);
             let mut out = Vec::new();
             scanner.feed(&line(0), &mut out);
