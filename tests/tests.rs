@@ -4,6 +4,7 @@
 mod ci;
 mod cli;
 mod cores;
+mod dumps;
 mod fixtures;
 mod hostile;
 mod knowledge;

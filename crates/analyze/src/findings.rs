@@ -32,7 +32,13 @@ pub(crate) struct FindingTable {
     input: usize,
     /// Lines that look like failures but that no rule read.
     pub(crate) unread: crate::unread::Unread,
+    /// The thread stack dumps read from the inputs, with the position and
+    /// display path of the input each came from.
+    pub(crate) stack_dumps: Vec<(usize, String, coroner_logs::StackDump)>,
 }
+
+/// Stack dumps kept per incident at most.
+const MAX_STACK_DUMPS: usize = 4096;
 
 /// Where the first evidence of a new finding sits, so that the caller can
 /// add the lines that follow it.
@@ -63,6 +69,15 @@ impl FindingTable {
     /// first appearance by the new numbers.
     pub(crate) fn remap_lines(&mut self, to: impl Fn(u64) -> u64) {
         self.unread.remap_lines(&to);
+        for (_, _, dump) in &mut self.stack_dumps {
+            dump.line = to(dump.line);
+            for thread in &mut dump.threads {
+                thread.line = to(thread.line);
+                for (line, _) in &mut thread.frame_lines {
+                    *line = to(*line);
+                }
+            }
+        }
         for e in &mut self.entries {
             e.first.line = to(e.first.line);
             e.order.1 = to(e.order.1);
@@ -98,11 +113,25 @@ impl FindingTable {
         }
     }
 
+    /// Keeps the stack dumps read from input `display`.
+    pub(crate) fn add_stack_dumps(&mut self, display: &str, dumps: Vec<coroner_logs::StackDump>) {
+        let room = MAX_STACK_DUMPS.saturating_sub(self.stack_dumps.len());
+        self.stack_dumps.extend(
+            dumps
+                .into_iter()
+                .take(room)
+                .map(|d| (self.input, display.to_owned(), d)),
+        );
+    }
+
     /// Adds the findings of a later input, or of a later part of the same
     /// input: matches of the same rule on the same rank collapse into one
     /// finding.
     pub(crate) fn merge(&mut self, other: FindingTable) {
         self.unread.merge(other.unread);
+        let room = MAX_STACK_DUMPS.saturating_sub(self.stack_dumps.len());
+        self.stack_dumps
+            .extend(other.stack_dumps.into_iter().take(room));
         for entry in other.entries {
             let key = (entry.rule, entry.rank);
             match self.index.get(&key) {

@@ -21,6 +21,7 @@ mod ranks;
 pub mod root_cause;
 mod scan;
 mod split;
+mod stacks;
 mod trends;
 mod unread;
 mod versions;
@@ -117,6 +118,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     }
     inputs.extend(discovery.directories.iter().map(directory_summary));
     versions::scan_versions(&mut table, rules, &discovery.inputs);
+    stacks::scan_stacks(&mut table, rules);
     let unread = std::mem::take(&mut table.unread);
     let mut findings = table.into_findings(rules);
     cascade::drop_superseded(&mut findings, rules);

@@ -88,6 +88,16 @@ pub fn choose(
         .filter(|f| f.explained_by.as_deref() == Some(primary.rule.as_str()))
         .map(|f| f.rule.clone())
         .collect();
+    // A rank stuck outside the collectives is why the others' collectives
+    // timed out: the job died of a collective timeout, on this rank.
+    let timed_out_waiting = primary.category == Category::Hang
+        && findings.iter().any(|f| {
+            f.category == Category::CollectiveTimeout
+                && f.explained_by.as_deref() == Some(primary.rule.as_str())
+        });
+    if timed_out_waiting {
+        summary.push_str(" The other ranks' collectives timed out waiting for it.");
+    }
     if !explains.is_empty() {
         summary.push_str(&format!(
             " It explains {} other finding(s), its consequences: {}.",
@@ -96,7 +106,11 @@ pub fn choose(
         ));
     }
     let root = RootCause {
-        category: primary.category,
+        category: if timed_out_waiting {
+            Category::CollectiveTimeout
+        } else {
+            primary.category
+        },
         rule: Some(primary.rule.clone()),
         summary,
         rank,

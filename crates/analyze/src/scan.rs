@@ -14,7 +14,8 @@
 use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use coroner_ingest::{clean_line, Block, BlockReader, MAX_LINE};
 use coroner_logs::{
-    continues_message, embedded_message, strip_rank_prefix, RankedTraceback, TracebackReader,
+    continues_message, embedded_message, strip_rank_prefix, RankedTraceback, StackDumpReader,
+    TracebackReader,
 };
 use coroner_metrics::MetricCollector;
 use coroner_model::{inert_capped, Context, Finding, InputError, InputKind, InputSummary};
@@ -100,6 +101,8 @@ struct TextScan<'a> {
     metrics: Option<MetricCollector>,
     tracebacks: TracebackReader,
     read_tracebacks: Vec<RankedTraceback>,
+    stacks: StackDumpReader,
+    read_stacks: Vec<coroner_logs::StackDump>,
     /// The last line handled, when it held a rule's literal: the next
     /// line may be the rest of its message.
     joinable: Joinable,
@@ -258,6 +261,8 @@ pub(crate) fn scan_part(
         metrics: part.metrics.then(MetricCollector::new),
         tracebacks: TracebackReader::new(),
         read_tracebacks: Vec::new(),
+        stacks: StackDumpReader::new(),
+        read_stacks: Vec::new(),
         joinable: Joinable::default(),
     };
     loop {
@@ -283,6 +288,9 @@ pub(crate) fn scan_part(
     }
     scan.scanner.finish();
     scan.tracebacks.finish(&mut scan.read_tracebacks);
+    scan.stacks.finish(&mut scan.read_stacks);
+    let dumps = std::mem::take(&mut scan.read_stacks);
+    scan.table.add_stack_dumps(&input.display, dumps);
     let tracebacks: Vec<_> = scan
         .read_tracebacks
         .drain(..)
@@ -317,6 +325,7 @@ impl TextScan<'_> {
         self.scanner.has_pending()
             || !self.open_after.is_empty()
             || self.tracebacks.is_open()
+            || self.stacks.is_open()
             || self.joinable.is_held()
     }
 
@@ -509,6 +518,14 @@ impl TextScan<'_> {
             number,
             feed == Feed::All,
             &mut self.read_tracebacks,
+        );
+        self.stacks.feed(
+            prefixed.rest,
+            &text,
+            prefixed.rank.or(self.input_rank),
+            number,
+            feed == Feed::All,
+            &mut self.read_stacks,
         );
         let mut line = Line {
             number,

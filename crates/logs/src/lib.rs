@@ -23,6 +23,7 @@
 mod embedded;
 mod prefix;
 mod record;
+mod stack_dump;
 mod template;
 mod timestamp;
 mod traceback;
@@ -30,6 +31,7 @@ mod traceback;
 pub use embedded::embedded_message;
 pub use prefix::{strip_rank_prefix, Prefixed};
 pub use record::continues_message;
+pub use stack_dump::{DumpTool, StackDump, StackDumpReader, StackThread, Trigger};
 pub use template::suspicious_template;
 pub use timestamp::{line_time, LineTime};
 pub use traceback::{RankedTraceback, TracebackReader};

@@ -104,6 +104,15 @@ pub enum InputKind {
     /// version against the CUDA version a framework was built for). Rules
     /// limited to this kind read them.
     EnvironmentFacts,
+    /// Not an input of its own: the thread stack dumps found in text
+    /// inputs (faulthandler, `py-spy dump`), one sentence each saying where
+    /// the main thread waits. Rules limited to this kind read them.
+    StackDumps,
+    /// A PyTorch flight-recorder dump (pickle or JSON): the last
+    /// collectives of one rank.
+    FlightRecorder,
+    /// A CUDA memory snapshot of PyTorch's caching allocator (pickle).
+    MemorySnapshot,
     /// Binary data that is not a known format.
     Binary,
     /// Could not be opened at all.
@@ -128,6 +137,9 @@ impl InputKind {
             InputKind::CudaGpuCore => "cuda-gpu-core",
             InputKind::MetricTrends => "metric-trends",
             InputKind::EnvironmentFacts => "environment-facts",
+            InputKind::StackDumps => "stack-dumps",
+            InputKind::FlightRecorder => "flight-recorder",
+            InputKind::MemorySnapshot => "memory-snapshot",
             InputKind::Binary => "binary",
             InputKind::Unreadable => "unreadable",
             InputKind::Directory => "directory",
@@ -150,7 +162,7 @@ impl InputKind {
 
     /// Kinds that rules may be limited to: the text kinds, and the text
     /// coroner writes of core dumps, metric trends and version comparisons.
-    pub const RULE_KINDS: [InputKind; 8] = [
+    pub const RULE_KINDS: [InputKind; 11] = [
         InputKind::Log,
         InputKind::NcclDebug,
         InputKind::KernelLog,
@@ -159,6 +171,9 @@ impl InputKind {
         InputKind::CudaGpuCore,
         InputKind::MetricTrends,
         InputKind::EnvironmentFacts,
+        InputKind::StackDumps,
+        InputKind::FlightRecorder,
+        InputKind::MemorySnapshot,
     ];
 
     /// The kind named `name` that rules may be limited to (one of

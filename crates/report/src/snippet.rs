@@ -45,10 +45,11 @@ impl Snippet {
         } else {
             0
         };
-        let (shown, byte_start, prefix) = window(line, skip, cols);
-        let shown_from = (from - byte_start) + prefix;
-        let shown_to =
-            (to.min(byte_start + shown.len() - prefix) - byte_start + prefix).max(shown_from);
+        let (shown, byte_start, prefix, kept) = window(line, skip, cols);
+        // Both ends inside the kept text, never inside a marker.
+        let end = byte_start + kept;
+        let shown_from = from.clamp(byte_start, end) - byte_start + prefix;
+        let shown_to = (to.clamp(byte_start, end) - byte_start + prefix).max(shown_from);
         let start = text.len();
         text.push_str(&shown);
         for line in &ctx.after {
@@ -72,8 +73,9 @@ impl Snippet {
 
 /// At most `cols` characters of `line` starting at character `skip`, with
 /// `…` marking what was cut. Returns the text, the byte offset in `line`
-/// where the kept part starts, and the byte length of the leading marker.
-fn window(line: &str, skip: usize, cols: usize) -> (String, usize, usize) {
+/// where the kept part starts, the byte length of the leading marker and
+/// the byte length of the kept part of `line`.
+fn window(line: &str, skip: usize, cols: usize) -> (String, usize, usize, usize) {
     let start = line.char_indices().nth(skip).map_or(line.len(), |(i, _)| i);
     let rest = &line[start..];
     let mut out = String::new();
@@ -84,14 +86,18 @@ fn window(line: &str, skip: usize, cols: usize) -> (String, usize, usize) {
         0
     };
     let keep = cols.saturating_sub(usize::from(start > 0) + 1);
-    match rest.char_indices().nth(keep) {
-        None => out.push_str(rest),
+    let kept = match rest.char_indices().nth(keep) {
+        None => {
+            out.push_str(rest);
+            rest.len()
+        }
         Some((cut, _)) => {
             out.push_str(&rest[..cut]);
             out.push('…');
+            cut
         }
-    }
-    (out, start, prefix)
+    };
+    (out, start, prefix, kept)
 }
 
 impl SourceCode for Snippet {
@@ -121,7 +127,24 @@ mod tests {
     fn windows_cut_long_lines() {
         assert_eq!(window("abcdef", 0, 10).0, "abcdef");
         assert_eq!(window("abcdef", 0, 4).0, "abc…");
-        let (s, start, prefix) = window("abcdef", 2, 10);
-        assert_eq!((s.as_str(), start, prefix), ("…cdef", 2, 3));
+        let (s, start, prefix, kept) = window("abcdef", 2, 10);
+        assert_eq!((s.as_str(), start, prefix, kept), ("…cdef", 2, 3, 4));
+    }
+
+    #[test]
+    fn a_cut_line_ending_in_a_wide_character_is_shown_whole_or_marked() {
+        // An evidence line that already ends in `…` (capped), shown in a
+        // window narrower than it, with no span: the marker the window
+        // adds must not be sliced.
+        for cols in 1..90 {
+            let evidence = Evidence {
+                input: "x.log".to_owned(),
+                line: 3,
+                text: format!("File \"/srv/x/fh_hang.py\", line 10 in load_shar{}", '…'),
+                context: None,
+            };
+            let snippet = Snippet::new(&evidence, cols);
+            assert!(snippet.text.is_char_boundary(snippet.span.offset()));
+        }
     }
 }

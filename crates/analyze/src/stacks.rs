@@ -1,0 +1,367 @@
+//! Thread stack dumps, read into one sentence each for the rules: where
+//! the thread that holds the program waits.
+//!
+//! A dump taken while a process hangs (faulthandler's timeout, a signal,
+//! `py-spy dump`) says what it waits for. Its main thread's innermost frame
+//! in the program's own code is where it waits, and the library call below
+//! that frame what it waits in. A frame in `torch.distributed` means the
+//! wait is a collective. Sentences (stable forms, kind `stack-dumps`):
+//!
+//! - `stack dump: the main thread[ of rank R] waits in CALL, called from FRAME`
+//! - `stack dump: the main thread[ of rank R] is busy in CALL, called from FRAME`
+//!   (py-spy saw it running)
+//! - `stack dump: the main thread[ of rank R] is in FRAME` (no library call below)
+//! - `stack dump: the main thread[ of rank R] waits in the collective OP, called from FRAME`
+//!
+//! `CALL` and `FRAME` read `function (file:line)` with the file's base
+//! name. A dump printed on a fatal signal is a crash, not a wait: it gets
+//! no sentence (the fatal error's own line says what happened).
+
+use crate::findings::FindingTable;
+use crate::scan::scan_text;
+use coroner_ingest::{Input, InputSource};
+use coroner_logs::{StackDump, StackThread, Trigger};
+use coroner_model::{Evidence, InputKind, InputSummary, Location, PyFrame};
+use coroner_rules::RuleSet;
+
+/// Files of the standard library and of frameworks that py-spy names by
+/// their base name only: a frame in one of them is not the program's own.
+const LIBRARY_FILES: &[&str] = &[
+    "threading.py",
+    "queue.py",
+    "queues.py",
+    "selectors.py",
+    "socket.py",
+    "ssl.py",
+    "subprocess.py",
+    "connection.py",
+    "synchronize.py",
+    "popen_fork.py",
+    "pool.py",
+    "reduction.py",
+    "base_events.py",
+    "events.py",
+    "runners.py",
+    "_base.py",
+    "thread.py",
+    "distributed_c10d.py",
+    "c10d_logger.py",
+    "dataloader.py",
+    "module.py",
+    "_tensor.py",
+    "graph.py",
+    "fetch.py",
+];
+
+/// Reads the incident's stack dumps and adds what the rules find in their
+/// sentences to `table`, each placed at the dump's frame it names.
+///
+/// With the dumps of several ranks, a rank's wait is news only where it
+/// differs from the others': when some ranks wait in a collective, each
+/// rank that is elsewhere is described (it is what they wait for), and
+/// when none does, the ranks that share the place most of them are at are
+/// described once, together, as a fact: nothing tells them apart.
+pub(crate) fn scan_stacks(table: &mut FindingTable, rules: &RuleSet) {
+    let dumps = std::mem::take(&mut table.stack_dumps);
+    let waits: Vec<Wait> = dumps
+        .iter()
+        .filter_map(|(input, display, dump)| Wait::of(*input, display, dump))
+        .collect();
+    for (wait, sentence) in sentences(&waits) {
+        scan_sentence(table, rules, wait, &sentence);
+    }
+}
+
+/// Where one dump's main thread waits.
+#[derive(Debug, Clone)]
+struct Wait {
+    input: usize,
+    display: String,
+    rank: Option<u32>,
+    /// The collective it waits in, if any.
+    collective: Option<String>,
+    /// What the sentence says after `the main thread[ of rank R] `.
+    place: String,
+    evidence: Evidence,
+}
+
+impl Wait {
+    fn of(input: usize, display: &str, dump: &StackDump) -> Option<Wait> {
+        if dump.trigger == Trigger::Fatal {
+            return None;
+        }
+        let thread = dump.main_thread()?;
+        let own = thread.frames.iter().position(|f| !is_library(f));
+        let op = collective(&thread.frames).map(str::to_owned);
+        let (place, at) = match (&op, own) {
+            (Some(op), _) => {
+                let caller = own.map_or_else(String::new, |i| {
+                    format!(", called from {}", shown(&thread.frames[i]))
+                });
+                (
+                    format!("waits in the collective {op}{caller}"),
+                    own.unwrap_or(0),
+                )
+            }
+            (None, Some(0)) | (None, None) => {
+                (format!("is in {}", shown(thread.frames.first()?)), 0)
+            }
+            (None, Some(i)) => {
+                let doing = if busy(thread) { "is busy" } else { "waits" };
+                let call = shown(&thread.frames[i - 1]);
+                (
+                    format!(
+                        "{doing} in {call}, called from {}",
+                        shown(&thread.frames[i])
+                    ),
+                    i,
+                )
+            }
+        };
+        let (line, text) = thread
+            .frame_lines
+            .get(at)
+            .cloned()
+            .unwrap_or((thread.line, String::new()));
+        Some(Wait {
+            input,
+            display: display.to_owned(),
+            rank: dump.rank,
+            collective: op,
+            place,
+            evidence: Evidence {
+                input: display.to_owned(),
+                line,
+                text,
+                context: None,
+            },
+        })
+    }
+}
+
+/// The sentences to scan, each with the wait it rests on.
+fn sentences(waits: &[Wait]) -> Vec<(&Wait, String)> {
+    let one = |w: &Wait| match w.rank {
+        Some(rank) => format!("stack dump: the main thread of rank {rank} {}", w.place),
+        None => format!("stack dump: the main thread {}", w.place),
+    };
+    // A process without a rank stands alone; of a rank, its last dump.
+    let mut out: Vec<(&Wait, String)> = waits
+        .iter()
+        .filter(|w| w.rank.is_none())
+        .map(|w| (w, one(w)))
+        .collect();
+    let mut ranked: Vec<&Wait> = Vec::new();
+    for w in waits.iter().filter(|w| w.rank.is_some()) {
+        ranked.retain(|r| r.rank != w.rank);
+        ranked.push(w);
+    }
+    ranked.sort_by_key(|w| w.rank);
+    let in_collective = ranked.iter().any(|w| w.collective.is_some());
+    // The place most ranks are at, when a strict majority of two or more
+    // shares it and none waits in a collective.
+    let common = (!in_collective)
+        .then(|| {
+            ranked
+                .iter()
+                .map(|w| &w.place)
+                .max_by_key(|p| ranked.iter().filter(|w| &w.place == *p).count())
+        })
+        .flatten()
+        .filter(|p| {
+            let n = ranked.iter().filter(|w| &w.place == *p).count();
+            n >= 2 && n * 2 > ranked.len()
+        });
+    for w in &ranked {
+        if common == Some(&w.place) {
+            continue;
+        }
+        out.push((w, one(w)));
+    }
+    if let Some(place) = common {
+        let alike: Vec<&&Wait> = ranked.iter().filter(|w| &w.place == place).collect();
+        if let Some(first) = alike.first() {
+            let names: Vec<String> = alike
+                .iter()
+                .filter_map(|w| w.rank.map(|r| r.to_string()))
+                .collect();
+            out.push((
+                first,
+                format!(
+                    "stack dump: the main threads of ranks {} {}",
+                    names.join(", "),
+                    plural(place)
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// `waits in X` → `all wait in X`, `is in X` → `are all in X`.
+fn plural(place: &str) -> String {
+    for (one, many) in [
+        ("waits ", "all wait "),
+        ("is busy ", "are all busy "),
+        ("is ", "are all "),
+    ] {
+        if let Some(rest) = place.strip_prefix(one) {
+            return format!("{many}{rest}");
+        }
+    }
+    place.to_owned()
+}
+
+fn scan_sentence(table: &mut FindingTable, rules: &RuleSet, wait: &Wait, sentence: &str) {
+    let source = Input {
+        display: wait.display.clone(),
+        source: InputSource::Stdin,
+        rank: wait.rank,
+        explicit: true,
+    };
+    let mut own = FindingTable::for_input(wait.input);
+    let mut summary = InputSummary::new(wait.display.clone(), InputKind::StackDumps);
+    scan_text(
+        &source,
+        InputKind::StackDumps,
+        format!("{sentence}\n").as_bytes(),
+        rules,
+        &mut own,
+        &mut summary,
+    );
+    let at = Location {
+        input: wait.display.clone(),
+        line: wait.evidence.line,
+        byte_offset: 0,
+        time: None,
+    };
+    own.place_at(&at, std::slice::from_ref(&wait.evidence));
+    table.merge(own);
+}
+
+/// Whether py-spy saw the thread running rather than waiting.
+fn busy(thread: &StackThread) -> bool {
+    thread
+        .state
+        .as_deref()
+        .is_some_and(|s| s.starts_with("active"))
+}
+
+/// The collective a thread waits in: the innermost frame of
+/// `torch.distributed`'s collectives module.
+fn collective(frames: &[PyFrame]) -> Option<&str> {
+    frames
+        .iter()
+        .find(|f| base_name(&f.file) == "distributed_c10d.py")
+        .map(|f| f.function.rsplit('.').next().unwrap_or(&f.function))
+}
+
+fn is_library(frame: &PyFrame) -> bool {
+    frame.is_library() || LIBRARY_FILES.contains(&base_name(&frame.file))
+}
+
+fn base_name(file: &str) -> &str {
+    file.rsplit(['/', '\\']).next().unwrap_or(file)
+}
+
+/// `function (file:line)`.
+fn shown(frame: &PyFrame) -> String {
+    format!(
+        "{} ({}:{})",
+        frame.function,
+        base_name(&frame.file),
+        frame.line
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use coroner_logs::{strip_rank_prefix, StackDumpReader};
+
+    fn read(text: &str) -> Vec<String> {
+        let mut reader = StackDumpReader::new();
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let p = strip_rank_prefix(line);
+            reader.feed(p.rest, line, p.rank, i as u64 + 1, true, &mut out);
+        }
+        reader.finish(&mut out);
+        let waits: Vec<Wait> = out.iter().filter_map(|d| Wait::of(0, "x.log", d)).collect();
+        sentences(&waits).into_iter().map(|(_, s)| s).collect()
+    }
+
+    #[test]
+    fn the_wait_is_the_library_call_below_the_programs_own_frame() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/dumps/fh/pyspy.txt"
+        ))
+        .unwrap_or_default();
+        assert_eq!(
+            read(&text),
+            vec!["stack dump: the main thread waits in Queue.get (queue.py:171), called from load_shard (fh_hang.py:10)"]
+        );
+    }
+
+    #[test]
+    fn a_frame_of_torch_distributed_is_a_collective() {
+        let s = read(concat!(
+            "[default0]:Current thread 0x00007efe50c91140 (most recent call first):\n",
+            "[default0]:  File \"/v/site-packages/torch/distributed/distributed_c10d.py\", line 3075 in all_reduce\n",
+            "[default0]:  File \"/v/site-packages/torch/distributed/c10d_logger.py\", line 83 in wrapper\n",
+            "[default0]:  File \"/srv/gloo_hang.py\", line 78 in main\n",
+            "[default0]:  File \"/srv/gloo_hang.py\", line 89 in <module>\n",
+        ));
+        assert_eq!(
+            s,
+            vec!["stack dump: the main thread of rank 0 waits in the collective all_reduce, called from main (gloo_hang.py:78)"]
+        );
+    }
+
+    #[test]
+    fn the_rank_outside_the_collective_is_told_apart() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/dumps/gloo4/console.log"
+        ))
+        .unwrap_or_default();
+        let s = read(&text);
+        assert!(s.contains(&"stack dump: the main thread of rank 3 waits in get (queue.py:171), called from load_shard (gloo_hang.py:23)".to_owned()), "{s:?}");
+        assert_eq!(
+            s.iter()
+                .filter(|s| s.contains("waits in the collective all_reduce"))
+                .count(),
+            3,
+            "{s:?}"
+        );
+    }
+
+    #[test]
+    fn ranks_all_at_one_place_are_one_fact() {
+        let s = read(concat!(
+            "[default0]:Current thread 0x1 (most recent call first):\n",
+            "[default0]:  File \"/srv/t.py\", line 82 in main\n",
+            "[default1]:Current thread 0x2 (most recent call first):\n",
+            "[default1]:  File \"/srv/t.py\", line 82 in main\n",
+            "[default2]:Current thread 0x3 (most recent call first):\n",
+            "[default2]:  File \"/srv/t.py\", line 82 in main\n",
+        ));
+        assert_eq!(
+            s,
+            vec!["stack dump: the main threads of ranks 0, 1, 2 are all in main (t.py:82)"]
+        );
+    }
+
+    #[test]
+    fn a_crash_dump_says_nothing_here() {
+        let s = read(concat!(
+            "Fatal Python error: Segmentation fault\n",
+            "\n",
+            "Current thread 0x00007f0c (most recent call first):\n",
+            "  File \"/srv/app/x.py\", line 5 in crash\n",
+        ));
+        assert!(s.is_empty());
+    }
+}
