@@ -8,7 +8,7 @@ root=..
 corpus=corpus
 head_len=$((256 * 1024))
 rm -rf "$corpus"
-mkdir -p "$corpus"/{line,rule_file,host_core,gpu_core,open}
+mkdir -p "$corpus"/{line,rule_file,host_core,gpu_core,open,pickle,flight,snapshot,stack_dump}
 
 # Text: every log and text fixture, at most 64 KiB of each.
 find "$root/fixtures" -type f \( -name '*.log' -o -name '*.txt' \) -print0 | sort -z |
@@ -57,3 +57,21 @@ for f in "$corpus"/host_core/*.head "$corpus"/gpu_core/*.head; do
 done
 
 du -sh "$corpus"/*
+
+# PyTorch's dumps: every flight recorder and memory snapshot fixture whole
+# (the larger snapshots cut to 256 KiB), and the logs with stack dumps.
+for f in "$root"/fixtures/multi-gpu/stall/fr_trace_rank_* "$root"/fixtures/dumps/nccl/fr_trace_* "$root"/fixtures/dumps/gloo-empty-fr/*; do
+  name=$(echo "${f#"$root/fixtures/"}" | tr '/' '_')
+  cp "$f" "$corpus/flight/$name"
+  cp "$f" "$corpus/pickle/$name"
+done
+for f in "$root"/fixtures/dumps/memory/*.pickle; do
+  name=$(basename "$f")
+  head -c "$head_len" "$f" >"$corpus/snapshot/$name"
+  head -c "$head_len" "$f" >"$corpus/pickle/$name"
+done
+find "$root/fixtures/dumps" -type f \( -name '*.log' -o -name '*.txt' \) -print0 | sort -z |
+  while IFS= read -r -d '' f; do
+    name=$(echo "${f#"$root/fixtures/"}" | tr '/' '_')
+    head -c 65536 "$f" >"$corpus/stack_dump/$name"
+  done

@@ -81,3 +81,143 @@ fn dumps_taken_before_the_stall_name_no_rank() {
         .iter()
         .any(|f| f["rule"] == "stack-ranks-alike"));
 }
+
+fn finding_rules(report: &serde_json::Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_two_rank_stalls_dumps_alone_name_rank_1() {
+    let (report, code) = analyze_json(&[
+        "fixtures/multi-gpu/stall/fr_trace_rank_0",
+        "fixtures/multi-gpu/stall/fr_trace_rank_1",
+    ]);
+    let root = &report["root_cause"];
+    assert_eq!(root["category"], "collective-timeout", "{root}");
+    assert_eq!(root["rule"], "fr-rank-never-issued", "{root}");
+    assert_eq!(root["rank"], 1, "{root}");
+    let summary = root["summary"].as_str().unwrap();
+    // What PyTorch's analyzer prints for the same dumps (fixtures/README.md):
+    // `Not all ranks joining collective, sequence number: 20` with
+    // `missing ranks: {1}`.
+    assert!(summary.contains("collective 20 (nccl:all_reduce)"), "{summary}");
+    assert!(summary.contains("<module> (incident.py:50)"), "{summary}");
+    assert_eq!(code, 1);
+    for input in report["inputs"].as_array().unwrap() {
+        assert_eq!(input["kind"], "flight-recorder", "{input}");
+    }
+}
+
+#[test]
+fn dumps_and_logs_of_the_stall_are_one_incident_that_agrees() {
+    let root = root(&["fixtures/multi-gpu/stall"]);
+    assert_eq!(root["rank"], 1, "{root}");
+    assert_eq!(root["rule"], "fr-rank-never-issued", "{root}");
+    let summary = root["summary"].as_str().unwrap();
+    assert!(summary.contains("The watchdogs' counts agree"), "{summary}");
+    assert!(root["explains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r == "nccl-watchdog-timeout"));
+}
+
+#[test]
+fn a_missing_dump_is_named_as_what_the_recorder_cannot_see() {
+    let (report, _) = analyze_json(&["fixtures/multi-gpu/stall/fr_trace_rank_0"]);
+    let root = &report["root_cause"];
+    assert_eq!(root["rule"], "fr-collective-stuck", "{root}");
+    let summary = root["summary"].as_str().unwrap();
+    assert!(summary.contains("no dumps from rank 1"), "{summary}");
+}
+
+#[test]
+fn the_json_form_of_a_dump_is_read_like_the_pickle() {
+    for path in [
+        "fixtures/dumps/nccl/fr_trace_json_rank_0",
+        "fixtures/dumps/nccl/fr_trace_rank_0",
+    ] {
+        let (report, _) = analyze_json(&[path]);
+        let root = &report["root_cause"];
+        assert_eq!(root["rule"], "fr-collective-stuck", "{path}: {root}");
+        assert!(root["summary"]
+            .as_str()
+            .unwrap()
+            .contains("collective 4 (nccl:all_reduce) of process group 0 (default_pg)"));
+        assert_eq!(report["inputs"][0]["kind"], "flight-recorder");
+    }
+}
+
+#[test]
+fn an_empty_flight_recorder_says_so_and_nothing_else() {
+    let (report, code) = analyze_json(&["fixtures/dumps/gloo-empty-fr"]);
+    assert_eq!(report["root_cause"]["category"], "unknown", "{report}");
+    assert_eq!(code, 0);
+    for input in report["inputs"].as_array().unwrap() {
+        assert_eq!(input["kind"], "flight-recorder", "{input}");
+        assert!(input["errors"].as_array().is_none_or(|e| e.is_empty()), "{input}");
+    }
+}
+
+#[test]
+fn a_fragmentation_snapshot_alone_says_fragmentation_with_the_numbers() {
+    for path in [
+        "fixtures/dumps/memory/frag_oom.pickle",
+        "fixtures/dumps/memory/frag_oom_cpp.pickle",
+    ] {
+        let (report, _) = analyze_json(&[path]);
+        let root = &report["root_cause"];
+        assert_eq!(root["category"], "gpu-oom-fragmentation", "{path}: {root}");
+        let summary = root["summary"].as_str().unwrap();
+        for number in ["2.50 GiB", "3.07 GiB", "144.0 MiB", "151 free blocks"] {
+            assert!(summary.contains(number), "{path}: {summary}");
+        }
+        assert_eq!(report["inputs"][0]["kind"], "memory-snapshot");
+    }
+}
+
+#[test]
+fn a_leak_snapshot_alone_names_the_frame_and_the_growth() {
+    for (path, blocks) in [
+        ("fixtures/dumps/memory/leak.pickle", "30 live blocks"),
+        ("fixtures/dumps/memory/leak_expandable.pickle", "live blocks of 16.0 MiB"),
+        ("fixtures/dumps/memory/leak_ring.pickle", "40 live blocks"),
+        ("fixtures/dumps/memory/leak_oom.pickle", "176 live blocks"),
+    ] {
+        let root = root(&[path]);
+        assert_eq!(root["category"], "gpu-memory-leak", "{path}: {root}");
+        let summary = root["summary"].as_str().unwrap();
+        assert!(summary.contains("main (leak_snapshot.py:38)"), "{path}: {summary}");
+        assert!(summary.contains(blocks), "{path}: {summary}");
+        assert!(summary.contains("growing by 16.0 MiB each time"), "{path}: {summary}");
+    }
+}
+
+#[test]
+fn a_snapshot_beside_its_oom_log_says_why_the_log_failed() {
+    let (report, _) = analyze_json(&[
+        "fixtures/dumps/memory/frag_oom.log",
+        "fixtures/dumps/memory/frag_oom.pickle",
+    ]);
+    let root = &report["root_cause"];
+    assert_eq!(root["category"], "gpu-oom-fragmentation", "{root}");
+    assert_eq!(root["rule"], "snapshot-fragmentation");
+    let explained: Vec<&str> = root["explains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert!(!explained.is_empty(), "{root}");
+    let (report, _) = analyze_json(&[
+        "fixtures/dumps/memory/leak_oom.log",
+        "fixtures/dumps/memory/leak_oom.pickle",
+    ]);
+    assert_eq!(report["root_cause"]["category"], "gpu-memory-leak");
+    assert!(finding_rules(&report).iter().any(|r| r == "snapshot-oom"));
+}

@@ -202,10 +202,12 @@ fn a_stalled_rank_shows_as_a_collective_timeout() {
     let (report, _) = analyze_json(&[&multi_gpu("stall")]);
     let root = &report["root_cause"];
     assert_eq!(root["category"], "collective-timeout");
+    // The flight-recorder dumps beside the logs name the collective.
     assert!(
-        root["summary"].as_str().unwrap().contains("SeqNum=20"),
+        root["summary"].as_str().unwrap().contains("collective 20"),
         "{root}"
     );
+    assert_eq!(root["rank"], 1, "{root}");
 }
 
 #[test]

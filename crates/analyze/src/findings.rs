@@ -35,6 +35,9 @@ pub(crate) struct FindingTable {
     /// The thread stack dumps read from the inputs, with the position and
     /// display path of the input each came from.
     pub(crate) stack_dumps: Vec<(usize, String, coroner_logs::StackDump)>,
+    /// The flight-recorder dumps read, with the position and display path
+    /// of their input and their rank.
+    pub(crate) flight_records: Vec<(usize, String, u32, coroner_dumps::flight::FlightRecord)>,
 }
 
 /// Stack dumps kept per incident at most.
@@ -113,6 +116,17 @@ impl FindingTable {
         }
     }
 
+    /// Keeps the flight-recorder dump of `rank` read from input `display`.
+    pub(crate) fn add_flight_record(
+        &mut self,
+        display: &str,
+        rank: u32,
+        record: coroner_dumps::flight::FlightRecord,
+    ) {
+        self.flight_records
+            .push((self.input, display.to_owned(), rank, record));
+    }
+
     /// Keeps the stack dumps read from input `display`.
     pub(crate) fn add_stack_dumps(&mut self, display: &str, dumps: Vec<coroner_logs::StackDump>) {
         let room = MAX_STACK_DUMPS.saturating_sub(self.stack_dumps.len());
@@ -132,6 +146,7 @@ impl FindingTable {
         let room = MAX_STACK_DUMPS.saturating_sub(self.stack_dumps.len());
         self.stack_dumps
             .extend(other.stack_dumps.into_iter().take(room));
+        self.flight_records.extend(other.flight_records);
         for entry in other.entries {
             let key = (entry.rule, entry.rank);
             match self.index.get(&key) {

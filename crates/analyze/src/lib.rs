@@ -22,6 +22,7 @@ pub mod root_cause;
 mod scan;
 mod split;
 mod stacks;
+mod torch_dumps;
 mod trends;
 mod unread;
 mod versions;
@@ -119,6 +120,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     inputs.extend(discovery.directories.iter().map(directory_summary));
     versions::scan_versions(&mut table, rules, &discovery.inputs);
     stacks::scan_stacks(&mut table, rules);
+    torch_dumps::scan_flight_records(&mut table, rules);
     let unread = std::mem::take(&mut table.unread);
     let mut findings = table.into_findings(rules);
     cascade::drop_superseded(&mut findings, rules);
@@ -302,6 +304,9 @@ fn analyze_input(
                 }
             };
             trends::scan_trends(input, &metrics, rules, table);
+        }
+        InputKind::FlightRecorder | InputKind::MemorySnapshot => {
+            torch_dumps::read_dump(input, opened, rules, table, &mut summary);
         }
         InputKind::ElfCore | InputKind::CudaGpuCore => {
             let default = coroner_hostcore::Options::default();

@@ -64,7 +64,26 @@ pub fn choose(
         summary.push('.');
     }
     let mut rank = rank;
-    if primary.category == Category::CollectiveTimeout {
+    // A finding that explains the collective timeouts already names their
+    // culprit (a flight recorder's missing rank): the watchdogs' counts
+    // then only agree with it or not.
+    let names_culprit = findings.iter().any(|f| {
+        f.category == Category::CollectiveTimeout
+            && f.explained_by.as_deref() == Some(primary.rule.as_str())
+    });
+    if primary.category == Category::CollectiveTimeout && names_culprit {
+        if let Some(lag) = lagging_rank(&findings) {
+            let how = if Some(lag.rank) == rank {
+                "agree"
+            } else {
+                "point elsewhere"
+            };
+            summary.push_str(&format!(
+                " The watchdogs' counts {how}: rank {} had issued only {} collectives when the others had issued {}.",
+                lag.rank, lag.issued, lag.others
+            ));
+        }
+    } else if primary.category == Category::CollectiveTimeout {
         if let Some(lag) = lagging_rank(&findings) {
             summary.push_str(&format!(
                 " Rank {} had issued only {} collectives when the others had issued {}: it never reached the collective that timed out, so look at what it was doing.",

@@ -189,6 +189,14 @@ pub fn detect_kind(head: &[u8]) -> InputKind {
             _ => InputKind::Binary,
         };
     }
+    // PyTorch's dumps, by their keys (a pickle, or the flight recorder's
+    // JSON form).
+    if coroner_dumps::flight::looks_like(head) {
+        return InputKind::FlightRecorder;
+    }
+    if coroner_dumps::snapshot::looks_like(head) {
+        return InputKind::MemorySnapshot;
+    }
     if looks_binary(head) {
         return InputKind::Binary;
     }
