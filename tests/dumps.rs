@@ -105,7 +105,10 @@ fn the_two_rank_stalls_dumps_alone_name_rank_1() {
     // What PyTorch's analyzer prints for the same dumps (fixtures/README.md):
     // `Not all ranks joining collective, sequence number: 20` with
     // `missing ranks: {1}`.
-    assert!(summary.contains("collective 20 (nccl:all_reduce)"), "{summary}");
+    assert!(
+        summary.contains("collective 20 (nccl:all_reduce)"),
+        "{summary}"
+    );
     assert!(summary.contains("<module> (incident.py:50)"), "{summary}");
     assert_eq!(code, 1);
     for input in report["inputs"].as_array().unwrap() {
@@ -160,7 +163,10 @@ fn an_empty_flight_recorder_says_so_and_nothing_else() {
     assert_eq!(code, 0);
     for input in report["inputs"].as_array().unwrap() {
         assert_eq!(input["kind"], "flight-recorder", "{input}");
-        assert!(input["errors"].as_array().is_none_or(|e| e.is_empty()), "{input}");
+        assert!(
+            input["errors"].as_array().is_none_or(|e| e.is_empty()),
+            "{input}"
+        );
     }
 }
 
@@ -185,16 +191,25 @@ fn a_fragmentation_snapshot_alone_says_fragmentation_with_the_numbers() {
 fn a_leak_snapshot_alone_names_the_frame_and_the_growth() {
     for (path, blocks) in [
         ("fixtures/dumps/memory/leak.pickle", "30 live blocks"),
-        ("fixtures/dumps/memory/leak_expandable.pickle", "live blocks of 16.0 MiB"),
+        (
+            "fixtures/dumps/memory/leak_expandable.pickle",
+            "live blocks of 16.0 MiB",
+        ),
         ("fixtures/dumps/memory/leak_ring.pickle", "40 live blocks"),
         ("fixtures/dumps/memory/leak_oom.pickle", "176 live blocks"),
     ] {
         let root = root(&[path]);
         assert_eq!(root["category"], "gpu-memory-leak", "{path}: {root}");
         let summary = root["summary"].as_str().unwrap();
-        assert!(summary.contains("main (leak_snapshot.py:38)"), "{path}: {summary}");
+        assert!(
+            summary.contains("main (leak_snapshot.py:38)"),
+            "{path}: {summary}"
+        );
         assert!(summary.contains(blocks), "{path}: {summary}");
-        assert!(summary.contains("growing by 16.0 MiB each time"), "{path}: {summary}");
+        assert!(
+            summary.contains("growing by 16.0 MiB each time"),
+            "{path}: {summary}"
+        );
     }
 }
 

@@ -580,7 +580,8 @@ fn fr_pickle_with(tail: &[u8]) -> Vec<u8> {
 #[test]
 fn hostile_pickles_are_refused_with_their_offset_and_nothing_runs() {
     let dir = Scratch::new("hostile-pickles");
-    let real = std::fs::read(crate::util::root().join("fixtures/multi-gpu/stall/fr_trace_rank_0")).unwrap();
+    let real = std::fs::read(crate::util::root().join("fixtures/multi-gpu/stall/fr_trace_rank_0"))
+        .unwrap();
     // Cut in the middle of its entries.
     std::fs::write(dir.path("fr_trace_rank_0"), &real[..real.len() / 2]).unwrap();
     // A memo bomb: a list doubled 60 times through memo references.
@@ -593,26 +594,40 @@ fn hostile_pickles_are_refused_with_their_offset_and_nothing_runs() {
     // An object of a class: `os.system("touch pwned")` when unpickled by Python.
     let marker = dir.path("pwned");
     let global = format!("cos\nsystem\n(V touch {}\ntR.", marker.display());
-    std::fs::write(dir.path("fr_trace_rank_2"), fr_pickle_with(global.as_bytes())).unwrap();
+    std::fs::write(
+        dir.path("fr_trace_rank_2"),
+        fr_pickle_with(global.as_bytes()),
+    )
+    .unwrap();
     // Nested 100 000 deep.
     let mut deep = vec![b']'; 100_000];
     deep.extend(std::iter::repeat_n(b'a', 99_999));
     deep.extend_from_slice(b"u.");
     std::fs::write(dir.path("snapshot.pickle"), {
-        let mut s = b"\x80\x04}\x94(\x8c\x08segments\x94]\x94(}\x94(\x8c\x0atotal_size\x94K\x01".to_vec();
+        let mut s =
+            b"\x80\x04}\x94(\x8c\x08segments\x94]\x94(}\x94(\x8c\x0atotal_size\x94K\x01".to_vec();
         s.extend_from_slice(&deep);
         s
     })
     .unwrap();
-    let args: Vec<String> = ["fr_trace_rank_0", "fr_trace_rank_1", "fr_trace_rank_2", "snapshot.pickle"]
-        .iter()
-        .map(|n| dir.display(n))
-        .chain([fixture(OOM)])
-        .collect();
+    let args: Vec<String> = [
+        "fr_trace_rank_0",
+        "fr_trace_rank_1",
+        "fr_trace_rank_2",
+        "snapshot.pickle",
+    ]
+    .iter()
+    .map(|n| dir.display(n))
+    .chain([fixture(OOM)])
+    .collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let run = analyze_bounded(&args, LIMIT);
     assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
-    assert_eq!(run.report["root_cause"]["category"], "gpu-oom", "{}", run.report);
+    assert_eq!(
+        run.report["root_cause"]["category"], "gpu-oom",
+        "{}",
+        run.report
+    );
     for (name, says) in [
         ("fr_trace_rank_0", "truncated"),
         ("fr_trace_rank_1", "parts"),
@@ -622,7 +637,10 @@ fn hostile_pickles_are_refused_with_their_offset_and_nothing_runs() {
         let input = run.input(name);
         let errors = run.messages(name, "errors");
         assert!(errors.contains(says), "{name}: {errors}");
-        assert!(input["errors"][0]["offset"].as_u64().is_some(), "{name}: {input}");
+        assert!(
+            input["errors"][0]["offset"].as_u64().is_some(),
+            "{name}: {input}"
+        );
     }
     assert!(!marker.exists(), "an unpickled global ran");
     if let Some(kib) = run.peak_kib {

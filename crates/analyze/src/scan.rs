@@ -289,6 +289,11 @@ pub(crate) fn scan_part(
     scan.scanner.finish();
     scan.tracebacks.finish(&mut scan.read_tracebacks);
     scan.stacks.finish(&mut scan.read_stacks);
+    let interrupted = scan
+        .read_tracebacks
+        .iter()
+        .filter_map(coroner_logs::StackDump::from_interrupt);
+    scan.read_stacks.extend(interrupted);
     let dumps = std::mem::take(&mut scan.read_stacks);
     scan.table.add_stack_dumps(&input.display, dumps);
     let tracebacks: Vec<_> = scan

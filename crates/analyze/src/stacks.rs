@@ -20,7 +20,7 @@
 use crate::findings::FindingTable;
 use crate::scan::scan_text;
 use coroner_ingest::{Input, InputSource};
-use coroner_logs::{StackDump, StackThread, Trigger};
+use coroner_logs::{DumpTool, StackDump, StackThread, Trigger};
 use coroner_model::{Evidence, InputKind, InputSummary, Location, PyFrame};
 use coroner_rules::RuleSet;
 
@@ -51,6 +51,8 @@ const LIBRARY_FILES: &[&str] = &[
     "_tensor.py",
     "graph.py",
     "fetch.py",
+    "file_baton.py",
+    "cpp_extension.py",
 ];
 
 /// Reads the incident's stack dumps and adds what the rules find in their
@@ -82,6 +84,8 @@ struct Wait {
     collective: Option<String>,
     /// What the sentence says after `the main thread[ of rank R] `.
     place: String,
+    /// Read from a `KeyboardInterrupt`'s traceback rather than a dump.
+    interrupted: bool,
     evidence: Evidence,
 }
 
@@ -91,6 +95,12 @@ impl Wait {
             return None;
         }
         let thread = dump.main_thread()?;
+        let interrupted = dump.tool == DumpTool::Interrupt;
+        // Ctrl-C stops a busy program as well as a stuck one: only an
+        // interrupt inside a wait is one.
+        if interrupted && !thread.frames.first().is_some_and(is_wait) {
+            return None;
+        }
         let own = thread.frames.iter().position(|f| !is_library(f));
         let op = collective(&thread.frames).map(str::to_owned);
         let (place, at) = match (&op, own) {
@@ -108,7 +118,12 @@ impl Wait {
             }
             (None, Some(i)) => {
                 let doing = if busy(thread) { "is busy" } else { "waits" };
-                let call = shown(&thread.frames[i - 1]);
+                // An interrupt names the wait itself, the innermost frame.
+                let call = if interrupted {
+                    shown(&thread.frames[0])
+                } else {
+                    shown(&thread.frames[i - 1])
+                };
                 (
                     format!(
                         "{doing} in {call}, called from {}",
@@ -129,6 +144,7 @@ impl Wait {
             rank: dump.rank,
             collective: op,
             place,
+            interrupted,
             evidence: Evidence {
                 input: display.to_owned(),
                 line,
@@ -141,9 +157,16 @@ impl Wait {
 
 /// The sentences to scan, each with the wait it rests on.
 fn sentences(waits: &[Wait]) -> Vec<(&Wait, String)> {
-    let one = |w: &Wait| match w.rank {
-        Some(rank) => format!("stack dump: the main thread of rank {rank} {}", w.place),
-        None => format!("stack dump: the main thread {}", w.place),
+    let one = |w: &Wait| {
+        let what = if w.interrupted {
+            "interrupted while waiting:"
+        } else {
+            "stack dump:"
+        };
+        match w.rank {
+            Some(rank) => format!("{what} the main thread of rank {rank} {}", w.place),
+            None => format!("{what} the main thread {}", w.place),
+        }
     };
     // A process without a rank stands alone; of a rank, its last dump.
     let mut out: Vec<(&Wait, String)> = waits
@@ -256,8 +279,43 @@ fn collective(frames: &[PyFrame]) -> Option<&str> {
         .map(|f| f.function.rsplit('.').next().unwrap_or(&f.function))
 }
 
+/// Calls that block until something else happens: a queue, a lock, a
+/// socket, a child, a sleep in a polling loop.
+const WAITS: &[&str] = &[
+    "wait",
+    "get",
+    "recv",
+    "recv_bytes",
+    "_recv_bytes",
+    "_recv",
+    "recv_into",
+    "acquire",
+    "sleep",
+    "select",
+    "poll",
+    "_poll",
+    "join",
+    "_wait_for_tstate_lock",
+    "accept",
+    "readinto",
+    "barrier",
+    "monitored_barrier",
+    "communicate",
+    "result",
+    "wait_for",
+];
+
+fn is_wait(frame: &PyFrame) -> bool {
+    let name = frame.function.rsplit('.').next().unwrap_or(&frame.function);
+    WAITS.contains(&name)
+}
+
 fn is_library(frame: &PyFrame) -> bool {
-    frame.is_library() || LIBRARY_FILES.contains(&base_name(&frame.file))
+    let f = &frame.file;
+    frame.is_library()
+        || f.contains("\\site-packages\\")
+        || f.contains("\\dist-packages\\")
+        || LIBRARY_FILES.contains(&base_name(f))
 }
 
 fn base_name(file: &str) -> &str {

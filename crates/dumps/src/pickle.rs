@@ -63,7 +63,8 @@ pub enum Value {
     /// An integer; one too large for 64 bits is `None`.
     Int(Option<i64>),
     Float(f64),
-    Text(String),
+    /// Shared: a memoised string referenced again is not copied.
+    Text(std::rc::Rc<str>),
     Bytes(Vec<u8>),
     List(Vec<Value>),
     Dict(Vec<(Value, Value)>),
@@ -513,7 +514,7 @@ impl Arena {
 }
 
 fn text(bytes: &[u8]) -> Value {
-    Value::Text(String::from_utf8_lossy(bytes).into_owned())
+    Value::Text(String::from_utf8_lossy(bytes).into())
 }
 
 impl Stack for Arena {

@@ -20,7 +20,7 @@ impl Tree for Pickled {
         match self {
             Pickled::Dict(d) => d
                 .iter()
-                .find(|(k, _)| matches!(k, Pickled::Text(t) if t == key))
+                .find(|(k, _)| matches!(k, Pickled::Text(t) if &**t == key))
                 .map(|(_, v)| v),
             _ => None,
         }
@@ -55,7 +55,7 @@ impl Tree for Pickled {
             Pickled::Dict(d) => Some(
                 d.iter()
                     .filter_map(|(k, v)| match k {
-                        Pickled::Text(k) => Some((k.as_str(), v)),
+                        Pickled::Text(k) => Some((&**k, v)),
                         _ => None,
                     })
                     .collect(),

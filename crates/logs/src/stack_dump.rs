@@ -58,6 +58,9 @@ pub enum Trigger {
 pub enum DumpTool {
     Faulthandler,
     PySpy,
+    /// The traceback of a `KeyboardInterrupt`: where the main thread was
+    /// when someone pressed Ctrl-C.
+    Interrupt,
 }
 
 /// One thread of a dump.
@@ -91,6 +94,41 @@ pub struct StackDump {
 }
 
 impl StackDump {
+    /// The main thread's stack where a `KeyboardInterrupt` stopped it, from
+    /// the traceback that ends with one.
+    pub fn from_interrupt(read: &crate::RankedTraceback) -> Option<StackDump> {
+        let last = read.traceback.exceptions.last()?;
+        if last.exception.rsplit('.').next() != Some("KeyboardInterrupt") || last.frames.is_empty()
+        {
+            return None;
+        }
+        let frames: Vec<PyFrame> = last.frames.iter().rev().take(MAX_FRAMES).cloned().collect();
+        let shown = format!(
+            "{}{}",
+            last.exception,
+            if last.message.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", last.message)
+            }
+        );
+        Some(StackDump {
+            rank: read.rank,
+            line: last.line,
+            trigger: Trigger::OnDemand,
+            tool: DumpTool::Interrupt,
+            threads: vec![StackThread {
+                id: String::new(),
+                name: Some("MainThread".to_owned()),
+                current: true,
+                state: None,
+                frame_lines: frames.iter().map(|_| (last.line, shown.clone())).collect(),
+                frames,
+                line: last.line,
+            }],
+        })
+    }
+
     /// The thread that holds the program: py-spy's `MainThread`, else the
     /// thread whose outermost frame is a module's top level, else the
     /// current thread, else the first with frames.
@@ -236,9 +274,13 @@ fn spy_thread(input: &str) -> IResult<&str, DumpLine<'_>> {
     map(
         (
             tag("Thread "),
-            thread_id,
+            // Some py-spy versions print no id: `Thread (idle): "MainThread"`.
+            map(
+                opt(terminated(thread_id, char(' '))),
+                Option::unwrap_or_default,
+            ),
             delimited(
-                tag(" ("),
+                tag("("),
                 take_while1(|c: char| c.is_ascii_lowercase() || c == '+'),
                 tag(")"),
             ),
@@ -595,6 +637,8 @@ mod tests {
             "    Queue.get (queue.py:171)\n",
             "    load_shard (fh_hang.py:10)\n",
             "Thread 779 (idle)\n",
+            "Thread (idle): \"Thread-3 (_pin_memory_loop)\"\n",
+            "    select (selectors.py:415)\n",
         ));
         assert_eq!(dumps.len(), 1);
         let main = dumps[0].main_thread().unwrap();

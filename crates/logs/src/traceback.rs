@@ -57,6 +57,8 @@ pub struct RankedTraceback {
 
 #[derive(Debug)]
 struct Open {
+    /// The header's line, when `^C` came before it.
+    interrupted: Option<u64>,
     done: Vec<PyException>,
     frames: Vec<PyFrame>,
     omitted: u64,
@@ -97,7 +99,10 @@ impl TracebackReader {
         let line = text.trim_end();
         let bare = line.trim_start();
         let at = self.open.iter().position(|(r, _)| *r == rank);
-        if bare == HEADER {
+        // `^C` before the header: the terminal's echo of the Ctrl-C that
+        // raised the KeyboardInterrupt this traceback ends with.
+        let interrupted = bare.strip_prefix("^C") == Some(HEADER);
+        if bare == HEADER || interrupted {
             let follows = match at.and_then(|i| self.open.get(i)).map(|(_, o)| o.state) {
                 Some(State::Between {
                     link: Some(link), ..
@@ -117,10 +122,10 @@ impl TracebackReader {
                 (Some(i), None) => {
                     self.close(i, out);
                     if may_start {
-                        self.open.push((rank, Open::new()));
+                        self.open.push((rank, Open::new(interrupted, number)));
                     }
                 }
-                (None, _) if may_start => self.open.push((rank, Open::new())),
+                (None, _) if may_start => self.open.push((rank, Open::new(interrupted, number))),
                 (None, _) => {}
             }
             return;
@@ -145,7 +150,14 @@ impl TracebackReader {
         if i >= self.open.len() {
             return;
         }
-        let (rank, open) = self.open.remove(i);
+        let (rank, mut open) = self.open.remove(i);
+        // An interrupt's traceback cut before its exception line (a paste
+        // that stops at the last frame) is still the interrupt.
+        if open.done.is_empty() && !open.frames.is_empty() {
+            if let Some(line) = open.interrupted {
+                open.push_exception("KeyboardInterrupt", line);
+            }
+        }
         if !open.done.is_empty() {
             out.push(RankedTraceback {
                 rank,
@@ -164,8 +176,9 @@ enum Step {
 }
 
 impl Open {
-    fn new() -> Self {
+    fn new(interrupted: bool, header: u64) -> Self {
         Open {
+            interrupted: interrupted.then_some(header),
             done: Vec::new(),
             frames: Vec::new(),
             omitted: 0,
