@@ -61,6 +61,9 @@ pub enum DumpTool {
     /// The traceback of a `KeyboardInterrupt`: where the main thread was
     /// when someone pressed Ctrl-C.
     Interrupt,
+    /// ProcessGroupNCCL's watchdog: `Stack trace of the failed collective:`
+    /// and the Python frames that issued it (`#0 all_reduce from …:3068`).
+    Watchdog,
 }
 
 /// One thread of a dump.
@@ -175,6 +178,10 @@ enum DumpLine<'a> {
     },
     /// `    Queue.get (queue.py:171)`
     SpyFrame(Frame<'a>),
+    /// `… Stack trace of the failed collective: ` (after a log prefix)
+    WatchdogHeader,
+    /// `#2 _all_reduce from /srv/tp.py:10212`
+    WatchdogFrame(Frame<'a>),
     Blank,
 }
 
@@ -315,6 +322,44 @@ fn spy_frame(input: &str) -> IResult<&str, DumpLine<'_>> {
     ))
 }
 
+fn watchdog_header(input: &str) -> IResult<&str, DumpLine<'_>> {
+    value(
+        DumpLine::WatchdogHeader,
+        (
+            take_until("Stack trace of the failed collective:"),
+            tag("Stack trace of the failed collective:"),
+            space0,
+            nom::combinator::eof,
+        ),
+    )
+    .parse(input)
+}
+
+/// `#N function from file:line`.
+fn watchdog_frame(input: &str) -> IResult<&str, DumpLine<'_>> {
+    let (rest, (_, _, _, function, _)) = (
+        char('#'),
+        digit1,
+        char(' '),
+        take_till1(|c| c == ' '),
+        tag(" from "),
+    )
+        .parse(input)?;
+    let (file, line) = rest.rsplit_once(':').ok_or_else(|| fail(input))?;
+    let line = line.trim_end().parse().map_err(|_| fail(input))?;
+    if file.is_empty() {
+        return Err(fail(input));
+    }
+    Ok((
+        "",
+        DumpLine::WatchdogFrame(Frame {
+            function,
+            file,
+            line,
+        }),
+    ))
+}
+
 fn fail(input: &str) -> nom::Err<nom::error::Error<&str>> {
     nom::Err::Error(nom::error::Error::new(input, nom::error::ErrorKind::Verify))
 }
@@ -335,6 +380,8 @@ fn dump_line(text: &str) -> Option<DumpLine<'_>> {
         spy_python,
         spy_thread,
         spy_frame,
+        watchdog_frame,
+        watchdog_header,
     ))
     .parse(text)
     .ok()
@@ -388,6 +435,17 @@ impl StackDumpReader {
         let parsed = match dump_line(text) {
             Some(DumpLine::SpyFrame(_)) if !spy_open => None,
             other => other,
+        };
+        // The watchdog writes its frames as lines of one message: they
+        // carry no rank prefix of their own and go to the watchdog dump
+        // last opened.
+        let at = match parsed {
+            Some(DumpLine::WatchdogFrame(_)) => self
+                .open
+                .iter()
+                .rposition(|o| o.dump.tool == DumpTool::Watchdog)
+                .filter(|&i| at.is_none() || at == Some(i)),
+            _ => at,
         };
         match parsed {
             Some(DumpLine::Timeout) | Some(DumpLine::Fatal) if may_start => {
@@ -452,7 +510,23 @@ impl StackDumpReader {
                     },
                 );
             }
-            Some(DumpLine::FaultFrame(frame)) | Some(DumpLine::SpyFrame(frame)) => {
+            Some(DumpLine::WatchdogHeader) => {
+                if let Some(i) = at {
+                    self.close(i, out);
+                }
+                let i = self.start(rank, number, DumpTool::Watchdog, may_start);
+                self.add_thread(
+                    i,
+                    StackThread {
+                        name: Some("MainThread".to_owned()),
+                        line: number,
+                        ..StackThread::default()
+                    },
+                );
+            }
+            Some(DumpLine::FaultFrame(frame))
+            | Some(DumpLine::SpyFrame(frame))
+            | Some(DumpLine::WatchdogFrame(frame)) => {
                 if let Some(open) = at.and_then(|i| self.open.get_mut(i)) {
                     open.blanks = 0;
                     if let Some(thread) = open.dump.threads.last_mut() {
@@ -647,6 +721,26 @@ mod tests {
         assert_eq!(main.frames[1].function, "Queue.get");
         assert_eq!(main.frames[2].file, "fh_hang.py");
         assert_eq!(dumps[0].tool, DumpTool::PySpy);
+    }
+
+    #[test]
+    fn the_watchdogs_stack_of_the_failed_collective_is_a_dump_of_its_rank() {
+        let dumps = read(concat!(
+            "[rank3]:[E710 18:00:32.426302794 ProcessGroupNCCL.cpp:2395] [PG ID 0 PG GUID 0(default_pg) Rank 3]  failure detected by watchdog at work sequence id: 59958\n",
+            "[rank3]:[E710 18:00:32.427312432 ProcessGroupNCCL.cpp:801] Stack trace of the failed collective: \n",
+            "#0 all_reduce from /usr/local/lib/python3.12/dist-packages/torch/distributed/distributed_c10d.py:3174\n",
+            "#1 wrapper from /usr/local/lib/python3.12/dist-packages/torch/distributed/c10d_logger.py:83\n",
+            "#2 _all_reduce from /workspace/src/models/tensor_parallel.py:8472\n",
+            "\n",
+            "[rank2]:[E710 18:00:32.422479216 ProcessGroupNCCL.cpp:2732] First PG on this rank to signal dumping.\n",
+        ));
+        assert_eq!(dumps.len(), 1);
+        let d = &dumps[0];
+        assert_eq!((d.rank, d.tool), (Some(3), DumpTool::Watchdog));
+        let main = d.main_thread().unwrap();
+        assert_eq!(main.frames.len(), 3);
+        assert_eq!(main.frames[2].function, "_all_reduce");
+        assert_eq!(main.frames[2].line, 8472);
     }
 
     #[test]
