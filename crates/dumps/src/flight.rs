@@ -74,7 +74,11 @@ pub fn looks_like(head: &[u8]) -> bool {
     let has = |k: &[u8]| head.windows(k.len()).any(|w| w == k);
     let pickled = head.first() == Some(&0x80);
     let json = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-    (pickled || json) && has(b"pg_config") && (has(b"version") || has(b"pg_status"))
+    // The JSON form sorts its keys: `entries` (long) comes before
+    // `pg_config`, so its first entry's keys also tell it.
+    let entry_keys = has(b"\"collective_seq_id\"") && has(b"\"profiling_name\"");
+    (pickled && has(b"pg_config") && (has(b"version") || has(b"pg_status")))
+        || (json && (has(b"\"pg_config\"") || (has(b"\"entries\"") && entry_keys)))
 }
 
 /// Reads one dump, pickle or JSON.
@@ -585,6 +589,21 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_json_dump_is_known_by_its_first_entry_when_its_config_comes_late() {
+        let bytes = std::fs::read(format!(
+            "{}/../../fixtures/dumps/nccl/fr_trace_json_rank_0",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let at = bytes
+            .windows(11)
+            .position(|w| w == b"\"pg_config\"")
+            .unwrap();
+        assert!(looks_like(&bytes[..at]));
+        assert!(!looks_like(b"{\"entries\": [], \"name\": \"x\"}"));
     }
 
     #[test]
