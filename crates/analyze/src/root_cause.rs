@@ -121,7 +121,7 @@ pub fn choose(
         summary.push_str(&format!(
             " It explains {} other finding(s), its consequences: {}.",
             explains.len(),
-            explains.join(", ")
+            counted(&explains)
         ));
     }
     let root = RootCause {
@@ -142,6 +142,29 @@ pub fn choose(
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     findings.insert(0, primary);
     (root, findings)
+}
+
+/// Rule ids in order of first appearance, a repeated one once with its
+/// count: `gloo-recv-timeout (×7), torchrun-worker-exitcode`.
+fn counted(ids: &[String]) -> String {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for id in ids {
+        match seen.iter_mut().find(|(s, _)| *s == id.as_str()) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((id, 1)),
+        }
+    }
+    let shown: Vec<String> = seen
+        .into_iter()
+        .map(|(id, n)| {
+            if n > 1 {
+                format!("{id} (×{n})")
+            } else {
+                id.to_owned()
+            }
+        })
+        .collect();
+    shown.join(", ")
 }
 
 /// How the root cause was named.

@@ -21,7 +21,7 @@ use crate::findings::FindingTable;
 use crate::scan::scan_text;
 use coroner_ingest::{Input, InputSource};
 use coroner_logs::{DumpTool, StackDump, StackThread, Trigger};
-use coroner_model::{Evidence, InputKind, InputSummary, Location, PyFrame};
+use coroner_model::{Context, Evidence, InputKind, InputSummary, Location, PyFrame};
 use coroner_rules::RuleSet;
 
 /// Files of the standard library and of frameworks that py-spy names by
@@ -148,8 +148,13 @@ impl Wait {
             evidence: Evidence {
                 input: display.to_owned(),
                 line,
+                // The frame's function and line are what the line is shown
+                // for: the window moves to them.
+                context: frame_span(&text).map(|span| Context {
+                    span: Some(span),
+                    ..Context::default()
+                }),
                 text,
-                context: None,
             },
         })
     }
@@ -260,6 +265,16 @@ fn scan_sentence(table: &mut FindingTable, rules: &RuleSet, wait: &Wait, sentenc
     };
     own.place_at(&at, std::slice::from_ref(&wait.evidence));
     table.merge(own);
+}
+
+/// Where a frame line names its line and function: from `line 23 in
+/// load_shard` of faulthandler's, the whole (unindented) line of py-spy's.
+fn frame_span(text: &str) -> Option<(usize, usize)> {
+    let start = match text.rfind("\", line ") {
+        Some(i) => i + 3,
+        None => text.len() - text.trim_start().len(),
+    };
+    (start < text.len()).then_some((start, text.len()))
 }
 
 /// Whether py-spy saw the thread running rather than waiting.
