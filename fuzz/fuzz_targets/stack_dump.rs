@@ -1,18 +1,24 @@
-//! Arbitrary bytes as log lines with thread stack dumps in them.
+//! Arbitrary bytes as log lines with thread stack dumps and desync reports
+//! in them.
 #![no_main]
 
-use coroner_logs::{strip_rank_prefix, StackDumpReader};
+use coroner_logs::{strip_rank_prefix, DesyncReader, StackDumpReader};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let mut reader = StackDumpReader::new();
+    let mut desyncs = DesyncReader::new();
     let mut out = Vec::new();
+    let mut snapshots = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let p = strip_rank_prefix(line);
         reader.feed(p.rest, line, p.rank, i as u64 + 1, i % 7 != 6, &mut out);
+        desyncs.feed(p.rest, line, p.rank, i as u64 + 1, i % 7 != 6, &mut snapshots);
     }
     reader.finish(&mut out);
+    desyncs.finish(&mut snapshots);
+    assert!(snapshots.iter().all(|s| !s.groups.is_empty()));
     for dump in &out {
         assert!(!dump.threads.is_empty());
         let _ = dump.main_thread();

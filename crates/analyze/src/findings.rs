@@ -35,6 +35,8 @@ pub(crate) struct FindingTable {
     /// The thread stack dumps read from the inputs, with the position and
     /// display path of the input each came from.
     pub(crate) stack_dumps: Vec<(usize, String, coroner_logs::StackDump)>,
+    /// The desync reports' snapshots read, like `stack_dumps`.
+    pub(crate) desyncs: Vec<(usize, String, coroner_logs::DesyncSnapshot)>,
     /// The flight-recorder dumps read, with the position and display path
     /// of their input and their rank.
     pub(crate) flight_records: Vec<(usize, String, u32, coroner_dumps::flight::FlightRecord)>,
@@ -72,6 +74,12 @@ impl FindingTable {
     /// first appearance by the new numbers.
     pub(crate) fn remap_lines(&mut self, to: impl Fn(u64) -> u64) {
         self.unread.remap_lines(&to);
+        for (_, _, snapshot) in &mut self.desyncs {
+            snapshot.line = to(snapshot.line);
+            for group in &mut snapshot.groups {
+                group.line = to(group.line);
+            }
+        }
         for (_, _, dump) in &mut self.stack_dumps {
             dump.line = to(dump.line);
             for thread in &mut dump.threads {
@@ -127,6 +135,21 @@ impl FindingTable {
             .push((self.input, display.to_owned(), rank, record));
     }
 
+    /// Keeps the desync snapshots read from input `display`.
+    pub(crate) fn add_desyncs(
+        &mut self,
+        display: &str,
+        snapshots: Vec<coroner_logs::DesyncSnapshot>,
+    ) {
+        let room = MAX_STACK_DUMPS.saturating_sub(self.desyncs.len());
+        self.desyncs.extend(
+            snapshots
+                .into_iter()
+                .take(room)
+                .map(|d| (self.input, display.to_owned(), d)),
+        );
+    }
+
     /// Keeps the stack dumps read from input `display`.
     pub(crate) fn add_stack_dumps(&mut self, display: &str, dumps: Vec<coroner_logs::StackDump>) {
         let room = MAX_STACK_DUMPS.saturating_sub(self.stack_dumps.len());
@@ -147,6 +170,8 @@ impl FindingTable {
         self.stack_dumps
             .extend(other.stack_dumps.into_iter().take(room));
         self.flight_records.extend(other.flight_records);
+        let room = MAX_STACK_DUMPS.saturating_sub(self.desyncs.len());
+        self.desyncs.extend(other.desyncs.into_iter().take(room));
         for entry in other.entries {
             let key = (entry.rule, entry.rank);
             match self.index.get(&key) {

@@ -103,6 +103,8 @@ struct TextScan<'a> {
     read_tracebacks: Vec<RankedTraceback>,
     stacks: StackDumpReader,
     read_stacks: Vec<coroner_logs::StackDump>,
+    desyncs: coroner_logs::DesyncReader,
+    read_desyncs: Vec<coroner_logs::DesyncSnapshot>,
     /// The last line handled, when it held a rule's literal: the next
     /// line may be the rest of its message.
     joinable: Joinable,
@@ -263,6 +265,8 @@ pub(crate) fn scan_part(
         read_tracebacks: Vec::new(),
         stacks: StackDumpReader::new(),
         read_stacks: Vec::new(),
+        desyncs: coroner_logs::DesyncReader::new(),
+        read_desyncs: Vec::new(),
         joinable: Joinable::default(),
     };
     loop {
@@ -296,6 +300,9 @@ pub(crate) fn scan_part(
     scan.read_stacks.extend(interrupted);
     let dumps = std::mem::take(&mut scan.read_stacks);
     scan.table.add_stack_dumps(&input.display, dumps);
+    scan.desyncs.finish(&mut scan.read_desyncs);
+    let desyncs = std::mem::take(&mut scan.read_desyncs);
+    scan.table.add_desyncs(&input.display, desyncs);
     let tracebacks: Vec<_> = scan
         .read_tracebacks
         .drain(..)
@@ -331,6 +338,7 @@ impl TextScan<'_> {
             || !self.open_after.is_empty()
             || self.tracebacks.is_open()
             || self.stacks.is_open()
+            || self.desyncs.is_open()
             || self.joinable.is_held()
     }
 
@@ -531,6 +539,14 @@ impl TextScan<'_> {
             number,
             feed == Feed::All,
             &mut self.read_stacks,
+        );
+        self.desyncs.feed(
+            prefixed.rest,
+            &text,
+            prefixed.rank.or(self.input_rank),
+            number,
+            feed == Feed::All,
+            &mut self.read_desyncs,
         );
         let mut line = Line {
             number,

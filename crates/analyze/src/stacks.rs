@@ -72,6 +72,56 @@ pub(crate) fn scan_stacks(table: &mut FindingTable, rules: &RuleSet) {
     for (wait, sentence) in sentences(&waits) {
         scan_sentence(table, rules, wait, &sentence);
     }
+    let desyncs = std::mem::take(&mut table.desyncs);
+    for (input, display, snapshot) in &desyncs {
+        if let Some(wait) = apart(*input, display, snapshot) {
+            let sentence = format!("desync report: {}", wait.place);
+            scan_sentence(table, rules, &wait, &sentence);
+        }
+    }
+}
+
+/// A desync snapshot whose ranks have started different collectives:
+/// `ranks 0, 1, 2 are in ALLREDUCE #315 while ranks 3, 4, 5, 6 are in
+/// _ALLGATHER_BASE #317`, resting on the line of the second.
+fn apart(input: usize, display: &str, snapshot: &coroner_logs::DesyncSnapshot) -> Option<Wait> {
+    let started: Vec<&coroner_logs::DesyncGroup> = snapshot
+        .groups
+        .iter()
+        .filter(|g| g.state == "started")
+        .collect();
+    let first = started.first()?;
+    let other = started.iter().find(|g| g.op != first.op)?;
+    let names = |g: &coroner_logs::DesyncGroup| {
+        let list: Vec<String> = g.ranks.iter().map(u32::to_string).collect();
+        let word = if g.ranks.len() == 1 { "rank" } else { "ranks" };
+        format!("{word} {}", list.join(", "))
+    };
+    let verb = |g: &coroner_logs::DesyncGroup| if g.ranks.len() == 1 { "is" } else { "are" };
+    Some(Wait {
+        input,
+        display: display.to_owned(),
+        rank: snapshot.rank,
+        collective: None,
+        place: format!(
+            "{} {} in {} #{} while {} {} in {} #{}",
+            names(first),
+            verb(first),
+            first.op,
+            first.seq,
+            names(other),
+            verb(other),
+            other.op,
+            other.seq
+        ),
+        interrupted: false,
+        evidence: Evidence {
+            input: display.to_owned(),
+            line: other.line,
+            text: other.text.clone(),
+            context: None,
+        },
+    })
 }
 
 /// Where one dump's main thread waits.

@@ -20,6 +20,7 @@
     )
 )]
 
+mod desync;
 mod embedded;
 mod prefix;
 mod record;
@@ -28,6 +29,7 @@ mod template;
 mod timestamp;
 mod traceback;
 
+pub use desync::{DesyncGroup, DesyncReader, DesyncSnapshot};
 pub use embedded::embedded_message;
 pub use prefix::{strip_rank_prefix, Prefixed};
 pub use record::continues_message;

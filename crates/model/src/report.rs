@@ -105,8 +105,11 @@ pub enum InputKind {
     /// limited to this kind read them.
     EnvironmentFacts,
     /// Not an input of its own: the thread stack dumps found in text
-    /// inputs (faulthandler, `py-spy dump`), one sentence each saying where
-    /// the main thread waits. Rules limited to this kind read them.
+    /// inputs (faulthandler, `py-spy dump`, a `KeyboardInterrupt`,
+    /// ProcessGroupNCCL's stack of the failed collective), one sentence each
+    /// saying where the main thread waits, and the desync report's
+    /// snapshot of where each rank was. Rules limited to this kind read
+    /// them.
     StackDumps,
     /// A PyTorch flight-recorder dump (pickle or JSON): the last
     /// collectives of one rank.
