@@ -65,8 +65,8 @@ pub fn choose(
     }
     let mut rank = rank;
     // A finding that explains the collective timeouts already names their
-    // culprit (a flight recorder's missing rank): the watchdogs' counts
-    // then only agree with it or not.
+    // culprit (a flight recorder's missing rank, a stuck rank's stack): the
+    // watchdogs' counts then only agree with it or not.
     let names_culprit = findings.iter().any(|f| {
         f.category == Category::CollectiveTimeout
             && f.explained_by.as_deref() == Some(primary.rule.as_str())
@@ -109,11 +109,7 @@ pub fn choose(
         .collect();
     // A rank stuck outside the collectives is why the others' collectives
     // timed out: the job died of a collective timeout, on this rank.
-    let timed_out_waiting = primary.category == Category::Hang
-        && findings.iter().any(|f| {
-            f.category == Category::CollectiveTimeout
-                && f.explained_by.as_deref() == Some(primary.rule.as_str())
-        });
+    let timed_out_waiting = primary.category == Category::Hang && names_culprit;
     if timed_out_waiting {
         summary.push_str(" The other ranks' collectives timed out waiting for it.");
     }

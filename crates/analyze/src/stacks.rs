@@ -156,7 +156,7 @@ impl Wait {
         let (place, at) = match (&op, own) {
             (Some(op), _) => {
                 let caller = own.map_or_else(String::new, |i| {
-                    format!(", called from {}", shown(&thread.frames[i]))
+                    format!(", called from {}", thread.frames[i].label())
                 });
                 (
                     format!("waits in the collective {op}{caller}"),
@@ -164,20 +164,20 @@ impl Wait {
                 )
             }
             (None, Some(0)) | (None, None) => {
-                (format!("is in {}", shown(thread.frames.first()?)), 0)
+                (format!("is in {}", thread.frames.first()?.label()), 0)
             }
             (None, Some(i)) => {
                 let doing = if busy(thread) { "is busy" } else { "waits" };
                 // An interrupt names the wait itself, the innermost frame.
                 let call = if interrupted {
-                    shown(&thread.frames[0])
+                    thread.frames[0].label()
                 } else {
-                    shown(&thread.frames[i - 1])
+                    thread.frames[i - 1].label()
                 };
                 (
                     format!(
                         "{doing} in {call}, called from {}",
-                        shown(&thread.frames[i])
+                        thread.frames[i].label()
                     ),
                     i,
                 )
@@ -385,16 +385,6 @@ fn is_library(frame: &PyFrame) -> bool {
 
 fn base_name(file: &str) -> &str {
     file.rsplit(['/', '\\']).next().unwrap_or(file)
-}
-
-/// `function (file:line)`.
-fn shown(frame: &PyFrame) -> String {
-    format!(
-        "{} ({}:{})",
-        frame.function,
-        base_name(&frame.file),
-        frame.line
-    )
 }
 
 #[cfg(test)]

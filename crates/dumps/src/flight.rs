@@ -470,11 +470,10 @@ fn shape(sizes: &[Vec<i64>]) -> String {
 
 /// The innermost frame in the program's own code, as `function (file:line)`.
 fn own_frame(frames: &[PyFrame]) -> Option<String> {
-    let f = frames
+    frames
         .iter()
-        .find(|f| !f.is_library() && !f.file.is_empty())?;
-    let base = f.file.rsplit(['/', '\\']).next().unwrap_or(&f.file);
-    Some(format!("{} ({base}:{})", f.function, f.line))
+        .find(|f| !f.is_library() && !f.file.is_empty())
+        .map(PyFrame::label)
 }
 
 /// A one-line description of an entry, for evidence.

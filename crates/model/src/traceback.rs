@@ -57,6 +57,13 @@ pub struct PyFrame {
 }
 
 impl PyFrame {
+    /// `function (file:line)` with the file's base name, as py-spy writes
+    /// a frame.
+    pub fn label(&self) -> String {
+        let base = self.file.rsplit(['/', '\\']).next().unwrap_or(&self.file);
+        format!("{} ({base}:{})", self.function, self.line)
+    }
+
     /// Whether the frame is in an installed library or the interpreter
     /// rather than the program's own code.
     pub fn is_library(&self) -> bool {
