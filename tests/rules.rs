@@ -108,10 +108,36 @@ fn the_validator_rejects_each_mistake() {
             GOOD.replace("title = \"t\"", "title = 3"),
             RuleErrorKind::Syntax,
         ),
+        (
+            GOOD.replace(
+                "message = \"got {what}\"",
+                "message = \"got {what}\"\nremediation = [\"look {what} up\"]",
+            ),
+            RuleErrorKind::UndefinedPlaceholder,
+        ),
+        (
+            GOOD.replace(
+                "severity = \"error\"",
+                "severity = \"error\"\naction = \"reboot\"",
+            ),
+            RuleErrorKind::UnknownValue,
+        ),
     ];
     for (text, kind) in cases {
         assert_eq!(kinds(&text), vec![kind], "{text}");
     }
+}
+
+#[test]
+fn a_rule_names_its_action_or_takes_its_category_s() {
+    let named = GOOD.replace(
+        "severity = \"error\"",
+        "severity = \"error\"\naction = \"drain-node\"",
+    );
+    let rule = parse_rule("rules/x/sample-rule.toml", "sample-rule", &named).unwrap();
+    assert_eq!(rule.action, coroner_model::ActionKind::DrainNode);
+    let plain = parse_rule("rules/x/sample-rule.toml", "sample-rule", GOOD).unwrap();
+    assert_eq!(plain.action, coroner_model::ActionKind::FixConfig);
 }
 
 #[test]

@@ -35,19 +35,64 @@ fn from_pci(address: &str) -> Option<Slot> {
     ))
 }
 
+/// A PCI address as the kernel prints it, written `dddd:bb:dd` (domain,
+/// bus, device: `0000:1b:00`), the form findings carry.
+pub(crate) fn pci_address(address: &str) -> Option<String> {
+    let (bus, device) = from_pci(address)?;
+    let domain = address.trim_start_matches("PCI:").split(':').next()?;
+    let domain = u32::from_str_radix(domain, 16).ok()?;
+    Some(format!("{domain:04x}:{bus:02x}:{device:02x}"))
+}
+
+/// NCCL's bus id written as [`pci_address`] writes it.
+pub(crate) fn nccl_address(busid: &str) -> Option<String> {
+    let value = u64::from_str_radix(busid, 16).ok()?;
+    let (domain, bus, device) = (value >> 20, (value >> 12) & 0xff, (value >> 4) & 0xff);
+    Some(format!("{domain:04x}:{bus:02x}:{device:02x}"))
+}
+
+/// Gives the NCCL communicator lines without a rank prefix the rank they
+/// print, when their communicator is the incident's largest: the one of
+/// every rank, whose ranks are the global ones. Smaller communicators
+/// (tensor- or pipeline-parallel groups) number their ranks from 0.
+pub(crate) fn rank_from_world_communicator(findings: &mut [Finding]) {
+    let size = |f: &Finding| f.captures.get("nranks")?.parse::<u32>().ok();
+    let Some(world) = findings.iter().filter_map(size).max() else {
+        return;
+    };
+    for f in findings.iter_mut().filter(|f| f.rank.is_none()) {
+        if size(f) == Some(world) {
+            f.rank = f.captures.get("commrank").and_then(|r| r.parse().ok());
+        }
+    }
+}
+
 /// Gives every finding without a rank that names a GPU's PCI address (a
 /// `gpu` or `pci` capture) the rank whose NCCL device sits at that address,
-/// when exactly one rank does.
+/// when exactly one rank does: on the finding's node when both name their
+/// node (every node has a GPU at each address), else at that address.
 pub(crate) fn attribute_ranks(findings: &mut [Finding]) {
+    let nccl = |f: &Finding| from_nccl(f.captures.get("busid")?);
+    let kernel = |f: &Finding| {
+        ["gpu", "pci"]
+            .iter()
+            .find_map(|k| f.captures.get(*k).and_then(|a| from_pci(a)))
+    };
+    let hosts_known = findings
+        .iter()
+        .any(|f| f.host.is_some() && nccl(f).is_some());
     attribute_ranks_by(
         findings,
-        |f| from_nccl(f.captures.get("busid")?),
-        |f| {
-            ["gpu", "pci"]
-                .iter()
-                .find_map(|k| f.captures.get(*k).and_then(|a| from_pci(a)))
-        },
+        |f| Some((f.host.clone()?, nccl(f)?)),
+        |f| Some((f.host.clone()?, kernel(f)?)),
     );
+    attribute_ranks_by(findings, nccl, |f| {
+        if f.host.is_some() && hosts_known {
+            None
+        } else {
+            kernel(f)
+        }
+    });
 }
 
 #[cfg(test)]
@@ -62,5 +107,12 @@ mod tests {
         assert_eq!(from_pci("0000:1b:00.0"), Some((0x1b, 0)));
         assert_eq!(from_pci("00000000:1B:00.0"), Some((0x1b, 0)));
         assert_eq!(from_pci("GPU-5c3f"), None);
+        assert_eq!(pci_address("PCI:0000:1B:00").as_deref(), Some("0000:1b:00"));
+        assert_eq!(nccl_address("1b000").as_deref(), Some("0000:1b:00"));
+        assert_eq!(nccl_address("70").as_deref(), Some("0000:00:07"));
+        assert_eq!(
+            pci_address("00000000:3b:00.0").as_deref(),
+            Some("0000:3b:00")
+        );
     }
 }

@@ -1,10 +1,21 @@
 //! Collapsing matches into findings: one per rule and rank, with a count,
 //! the first location, a few evidence lines and the first captures.
 
-use coroner_logs::{line_time, strip_rank_prefix};
+use coroner_logs::{line_host, line_time, strip_rank_prefix};
 use coroner_model::{inert, inert_capped, Context, Evidence, Finding, Location, Traceback};
 use coroner_rules::{Match, RuleSet};
 use std::collections::HashMap;
+
+/// What tells findings of one rule apart: the rank and GPU they are about,
+/// and, for findings of no rank, the node (the same GPU address exists on
+/// every node). A rank's lines that name its node and those that do not
+/// are one finding.
+type Key = (usize, Option<u32>, Option<String>, Option<String>);
+
+fn key(rule: usize, rank: Option<u32>, host: Option<&String>, gpu: Option<&String>) -> Key {
+    let host = if rank.is_none() { host.cloned() } else { None };
+    (rule, rank, host, gpu.cloned())
+}
 
 /// Evidence entries kept per finding.
 const MAX_EVIDENCE: usize = 3;
@@ -15,6 +26,8 @@ pub(crate) const MAX_EVIDENCE_CHARS: usize = 400;
 struct Entry {
     rule: usize,
     rank: Option<u32>,
+    host: Option<String>,
+    gpu: Option<String>,
     count: u64,
     first: Location,
     order: (usize, u64),
@@ -27,7 +40,7 @@ struct Entry {
 #[derive(Debug, Default)]
 pub(crate) struct FindingTable {
     entries: Vec<Entry>,
-    index: HashMap<(usize, Option<u32>), usize>,
+    index: HashMap<Key, usize>,
     /// Position of the input being scanned among the incident's inputs.
     input: usize,
     /// Lines that look like failures but that no rule read.
@@ -173,11 +186,14 @@ impl FindingTable {
         let room = MAX_STACK_DUMPS.saturating_sub(self.desyncs.len());
         self.desyncs.extend(other.desyncs.into_iter().take(room));
         for entry in other.entries {
-            let key = (entry.rule, entry.rank);
+            let key = entry.key();
             match self.index.get(&key) {
                 Some(&at) => {
                     let mine = &mut self.entries[at];
                     mine.count += entry.count;
+                    if mine.host.is_none() {
+                        mine.host = entry.host;
+                    }
                     let room = MAX_EVIDENCE.saturating_sub(mine.evidence.len());
                     mine.evidence.extend(entry.evidence.into_iter().take(room));
                 }
@@ -200,13 +216,25 @@ impl FindingTable {
     ) -> Option<EvidenceSlot> {
         let rank = captured_rank(&m.captures).or(m.line_rank).or(input_rank);
         let anchor = m.lines.first()?;
-        let key = (m.rule, rank);
+        let host = captured_host(&m.captures)
+            .or_else(|| line_host(strip_rank_prefix(&anchor.text).rest))
+            .map(str::to_owned);
+        let gpu = captured_gpu(&m.captures);
+        let key = key(m.rule, rank, host.as_ref(), gpu.as_ref());
         let at = match self.index.get(&key) {
-            Some(&i) => i,
+            Some(&i) => {
+                let entry = &mut self.entries[i];
+                if entry.host.is_none() {
+                    entry.host = host;
+                }
+                i
+            }
             None => {
                 self.entries.push(Entry {
                     rule: m.rule,
                     rank,
+                    host,
+                    gpu,
                     count: 0,
                     first: Location {
                         input: input.to_owned(),
@@ -322,6 +350,10 @@ impl FindingTable {
 }
 
 impl Entry {
+    fn key(&self) -> Key {
+        key(self.rule, self.rank, self.host.as_ref(), self.gpu.as_ref())
+    }
+
     fn into_finding(self, rules: &RuleSet) -> Option<Finding> {
         let rule = rules.rules().get(self.rule)?;
         Some(Finding {
@@ -336,12 +368,50 @@ impl Entry {
             evidence: self.evidence,
             captures: self.captures.into_iter().collect(),
             rank: self.rank,
+            host: self.host,
+            gpu: self.gpu,
+            action: Some(rule.action),
             remediation: rule.remediation.clone(),
             references: rule.references.clone(),
             explained_by: None,
             traceback: self.traceback,
         })
     }
+}
+
+/// The node a match names: a capture `host` (or `node`) that is a host
+/// name.
+fn captured_host(captures: &[(String, String)]) -> Option<&str> {
+    captures
+        .iter()
+        .find(|(k, v)| (k == "host" || k == "node") && is_host_name(v))
+        .map(|(_, v)| v.as_str())
+}
+
+/// Whether `s` can be a node's name (not a placeholder or an address
+/// printed in its place).
+fn is_host_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && (!s.bytes().all(|b| b.is_ascii_digit() || b == b'.') || is_ipv4(s))
+}
+
+/// `10.128.0.103`: a node named by its address.
+fn is_ipv4(s: &str) -> bool {
+    s.split('.').count() == 4 && s.split('.').all(|p| p.parse::<u8>().is_ok())
+}
+
+/// The GPU a match names: its PCI address from a capture `gpu` or `pci`,
+/// or NCCL's `busid`.
+fn captured_gpu(captures: &[(String, String)]) -> Option<String> {
+    captures.iter().find_map(|(k, v)| match k.as_str() {
+        "gpu" | "pci" => crate::devices::pci_address(v),
+        "busid" => crate::devices::nccl_address(v),
+        _ => None,
+    })
 }
 
 /// The rank a match names: a capture `rank`, or else the one rank missing

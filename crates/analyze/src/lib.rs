@@ -16,6 +16,7 @@ mod cores;
 mod devices;
 pub mod examples;
 mod findings;
+mod hosts;
 mod processes;
 mod ranks;
 pub mod root_cause;
@@ -124,8 +125,10 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     let unread = std::mem::take(&mut table.unread);
     let mut findings = table.into_findings(rules);
     cascade::drop_superseded(&mut findings, rules);
+    devices::rank_from_world_communicator(&mut findings);
     devices::attribute_ranks(&mut findings);
     processes::apply(&mut findings, &inputs);
+    hosts::attribute_hosts(&mut findings);
     findings.retain(|f| rules.get(&f.rule).is_none_or(|r| !r.internal));
     chains::apply(&mut findings);
     cascade::apply(&mut findings, rules);

@@ -6,7 +6,7 @@ use coroner_model::Finding;
 /// For every finding without a rank whose `key` names something, the rank
 /// that the findings with a rank and that same key (through `known`) agree
 /// on, when they name exactly one.
-pub(crate) fn attribute_ranks_by<K: Ord + Copy>(
+pub(crate) fn attribute_ranks_by<K: Ord>(
     findings: &mut [Finding],
     known: impl Fn(&Finding) -> Option<K>,
     key: impl Fn(&Finding) -> Option<K>,

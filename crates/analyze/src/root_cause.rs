@@ -14,7 +14,9 @@
 //! severity, medium for a generic or contested one, low for an echo or a
 //! warning.
 
-use coroner_model::{Category, Confidence, Finding, InputSummary, Role, RootCause, Severity};
+use coroner_model::{
+    Action, Category, Confidence, Finding, InputSummary, Role, RootCause, Severity,
+};
 
 /// Picks the root cause and returns the findings reordered: the root
 /// cause's finding first, then by severity (highest first) and first
@@ -71,7 +73,20 @@ pub fn choose(
         f.category == Category::CollectiveTimeout
             && f.explained_by.as_deref() == Some(primary.rule.as_str())
     });
-    if primary.category == Category::CollectiveTimeout && names_culprit {
+    let named_by_report = matches!(
+        primary.category,
+        Category::CollectiveTimeout | Category::CollectiveMismatch | Category::Hang
+    )
+    .then(|| reported_culprit(&findings))
+    .flatten();
+    if let Some(culprit) = named_by_report {
+        rank = Some(culprit);
+    }
+    if let Some(culprit) = named_by_report {
+        summary.push_str(&format!(
+            " PyTorch's desync report names rank {culprit} as the one that held the others up: look at what it was doing."
+        ));
+    } else if primary.category == Category::CollectiveTimeout && names_culprit {
         if let Some(lag) = lagging_rank(&findings) {
             let how = if Some(lag.rank) == rank {
                 "agree"
@@ -120,6 +135,8 @@ pub fn choose(
             counted(&explains)
         ));
     }
+    let host = primary.host.clone();
+    let action = action_for(&primary, &findings);
     let root = RootCause {
         category: if timed_out_waiting {
             Category::CollectiveTimeout
@@ -134,10 +151,41 @@ pub fn choose(
         severity: Some(primary.severity),
         explains,
         confidence: Some(confidence),
+        action: Some(action),
+        host,
+        gpu: primary.gpu.clone(),
     };
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     findings.insert(0, primary);
     (root, findings)
+}
+
+/// What to do after `primary`: its rule's step, on the nodes where it and
+/// the other findings of its category and role happened when the step is
+/// about nodes.
+fn action_for(primary: &Finding, others: &[Finding]) -> Action {
+    let kind = primary
+        .action
+        .unwrap_or_else(|| primary.category.default_action());
+    let mut hosts: Vec<String> = Vec::new();
+    if kind.is_about_nodes() {
+        let alike = others
+            .iter()
+            .filter(|f| f.category == primary.category && f.role == primary.role);
+        for host in std::iter::once(primary)
+            .chain(alike)
+            .filter_map(|f| f.host.as_ref())
+        {
+            if !hosts.contains(host) {
+                hosts.push(host.clone());
+            }
+        }
+    }
+    Action {
+        kind,
+        hosts,
+        retry: kind.retry(),
+    }
 }
 
 /// Rule ids in order of first appearance, a repeated one once with its
@@ -229,20 +277,37 @@ fn is_ambiguous(findings: &[Finding], at: usize) -> bool {
         })
 }
 
-/// With no rank named anywhere, the one local rank a launcher reports as
-/// failed (torchrun's `failed (exitcode: 1) local_rank: 0`): on the
-/// single-node jobs such logs come from, the local rank is the rank. A
-/// log with ranks in it, or launchers naming several local ranks, gives
-/// none.
+/// With no rank named anywhere, the one rank a launcher reports as failed
+/// first: torchrun's `failed (exitcode: 1) local_rank: 0` (on the
+/// single-node jobs such logs come from, the local rank is the rank) or
+/// mpirun's `The first process to do so was: ... [[47051,1],1]` (a
+/// `failed_rank`). A log with ranks in it, or launchers naming several
+/// ranks, gives none.
 fn launcher_local_rank(primary: &Finding, others: &[Finding]) -> Option<u32> {
     if others.iter().any(|f| f.rank.is_some()) {
         return None;
     }
-    let mut named = std::iter::once(primary)
-        .chain(others)
-        .filter_map(|f| f.captures.get("local_rank")?.parse::<u32>().ok());
+    let mut named = std::iter::once(primary).chain(others).filter_map(|f| {
+        let named = f
+            .captures
+            .get("local_rank")
+            .or(f.captures.get("failed_rank"));
+        named?.parse::<u32>().ok()
+    });
     let first = named.next()?;
     named.all(|r| r == first).then_some(first)
+}
+
+/// The one rank a report of the ranks' progress names as holding the
+/// others up (a `culprit_ranks` capture: PyTorch's desync report), when
+/// the reports agree on a single rank.
+fn reported_culprit(findings: &[Finding]) -> Option<u32> {
+    let mut named = findings
+        .iter()
+        .filter_map(|f| f.captures.get("culprit_ranks"))
+        .map(|ranks| ranks.trim().parse::<u32>().ok());
+    let first = named.next()??;
+    named.all(|r| r == Some(first)).then_some(first)
 }
 
 /// A rank that issued fewer collectives than the others.
@@ -326,6 +391,9 @@ mod tests {
             evidence: Vec::new(),
             captures: Default::default(),
             rank: None,
+            host: None,
+            gpu: None,
+            action: None,
             remediation: Vec::new(),
             references: Vec::new(),
             explained_by: None,

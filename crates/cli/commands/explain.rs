@@ -45,5 +45,9 @@ fn rule_entry(rule: &Rule) -> Entry {
         causes: Vec::new(),
         fixes: rule.remediation.clone(),
         source: Some(rule.source.clone()),
+        immediate: Vec::new(),
+        investigatory: Vec::new(),
+        unused: false,
+        action: rule.action,
     }
 }

@@ -1,4 +1,4 @@
-use coroner_model::{Category, Severity};
+use coroner_model::{ActionKind, Category, Severity};
 use serde::Serialize;
 
 /// Which table an entry comes from.
@@ -68,4 +68,16 @@ pub struct Entry {
     pub fixes: Vec<String>,
     /// Where the facts come from.
     pub source: Option<String>,
+    /// For Xids: NVIDIA's immediate resolution buckets (`RESTART_APP`,
+    /// `RESET_GPU`, ...), from its Xid catalog.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub immediate: Vec<String>,
+    /// For Xids: NVIDIA's investigatory resolution buckets.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub investigatory: Vec<String>,
+    /// For Xids: whether the catalog marks the code unused on current GPUs.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unused: bool,
+    /// What to do with the job and the node when it is the root cause.
+    pub action: ActionKind,
 }

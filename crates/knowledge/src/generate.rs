@@ -12,7 +12,7 @@
 
 use crate::entry::{Entry, EntryKind};
 use crate::tables::Knowledge;
-use coroner_model::{Category, Severity};
+use coroner_model::{ActionKind, Category, Severity};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -42,8 +42,22 @@ pub fn generated_rules(k: &Knowledge, recognised: &dyn Fn(&str) -> bool) -> Vec<
             out.push(rule);
         }
     }
-    for ((category, severity), xids) in group(k.of_kind(EntryKind::Xid)) {
-        out.push(xid_rule(category, severity, &xids));
+    // Xid 154 only annotates another Xid; the recovery action it names is
+    // read by hand-written rules.
+    let xids = k
+        .of_kind(EntryKind::Xid)
+        .filter(|e| !e.immediate.iter().any(|b| b == "XID_154"));
+    let mut by_action: BTreeMap<(Category, Severity, ActionKind), Vec<&Entry>> = BTreeMap::new();
+    for ((category, severity), entries) in group(xids) {
+        for e in entries {
+            by_action
+                .entry((category, severity, e.action))
+                .or_default()
+                .push(e);
+        }
+    }
+    for ((category, severity, action), xids) in by_action {
+        out.push(xid_rule(category, severity, action, &xids));
     }
     out
 }
@@ -190,14 +204,22 @@ fn cuda_rule(
     })
 }
 
-fn xid_rule(category: Category, severity: Severity, xids: &[&Entry]) -> GeneratedRule {
+fn xid_rule(
+    category: Category,
+    severity: Severity,
+    action: ActionKind,
+    xids: &[&Entry],
+) -> GeneratedRule {
     let canonical = xids[0];
     let codes: Vec<String> = xids
         .iter()
         .filter_map(|e| e.code)
         .map(|c| c.to_string())
         .collect();
-    let id = rule_id("xid", category, severity);
+    let mut id = rule_id("xid", category, severity);
+    if action != category.default_action() {
+        id = format!("{id}-{action}");
+    }
     let mut remediation = vec![format!(
         "Look the Xid up with `coroner explain xid <code>`: it says what the Xid means, its likely cause (application, driver or hardware) and the immediate action."
     )];
@@ -219,6 +241,10 @@ fn xid_rule(category: Category, severity: Severity, xids: &[&Entry]) -> Generate
         "message",
         &format!("Xid {{xid}} on GPU {{gpu}}: {}", category.meaning()),
     );
+    field(&mut text, "action", action.as_str());
+    // A hand-written rule that reads more of an Xid line (an NVLink
+    // error's Fatal or Nonfatal word) replaces this one on that line.
+    text.push_str("fallback = true\nsupersedes = [\"xid-uncatalogued\"]\n");
     list(&mut text, "remediation", &remediation);
     list(
         &mut text,

@@ -7,8 +7,9 @@
 //!   name and message, as printed by a real CUDA 13.0 driver, and
 //!   `cuda-errors.toml`: per code number, its category, severity, whether
 //!   it is sticky (the context is lost), causes, fixes and source;
-//! - `xid.toml`: NVIDIA Xid codes, their likely cause and the immediate
-//!   action;
+//! - `xid-catalog.tsv`: NVIDIA's Xid catalog, every code with its mnemonic
+//!   and resolution buckets, and `xid.toml`: for the Xids training jobs
+//!   meet, their likely cause and the immediate action in more words;
 //! - `nccl-results.toml`, `cublas-status.toml`, `cudnn-status.toml`: the
 //!   library status codes.
 //!
@@ -17,11 +18,13 @@
 //! writes the rule files that recognise every CUDA code and Xid in logs.
 #![forbid(unsafe_code)]
 
+mod catalog;
 mod entry;
 mod explain;
 mod generate;
 mod tables;
 
+pub use catalog::{bucket_action, bucket_meaning};
 pub use entry::{Entry, EntryKind};
 pub use explain::Answer;
 pub use generate::{generated_rules, GeneratedRule};

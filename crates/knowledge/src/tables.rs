@@ -1,7 +1,8 @@
 //! Loading the embedded tables into [`Entry`]s.
 
+use crate::catalog::{bucket_action, bucket_meaning, CatalogRow};
 use crate::entry::{Entry, EntryKind};
-use coroner_model::{Category, Severity};
+use coroner_model::{ActionKind, Category, Severity};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -188,6 +189,10 @@ pub(crate) fn cuda_entries(table: &str, notes: &str) -> Result<Vec<Entry>, Table
                 causes: note.causes.clone(),
                 fixes: note.fixes.clone(),
                 source: Some(note.source.clone()),
+                immediate: Vec::new(),
+                investigatory: Vec::new(),
+                unused: false,
+                action: note.category.default_action(),
             })
         })
         .collect()
@@ -196,26 +201,129 @@ pub(crate) fn cuda_entries(table: &str, notes: &str) -> Result<Vec<Entry>, Table
 fn xid_entries(text: &str) -> Result<Vec<Entry>, TableError> {
     let xids: Xids = toml::from_str(text)
         .map_err(|e| TableError(format!("knowledge/xid.toml: {}", e.message())))?;
-    Ok(xids
+    let catalog = crate::catalog::builtin()?;
+    let mut entries = Vec::new();
+    for row in &catalog {
+        let entry = match xids.xid.iter().find(|x| x.code == row.code) {
+            Some(x) => Entry {
+                kind: EntryKind::Xid,
+                code: Some(x.code),
+                names: xid_names(row),
+                runtime_name: None,
+                driver_name: None,
+                legacy_code: None,
+                message: Some(x.name.clone()),
+                category: x.category,
+                severity: x.severity,
+                sticky: None,
+                summary: x.meaning.clone(),
+                causes: x.causes.clone(),
+                fixes: vec![x.action.clone()],
+                source: Some(x.source.clone()),
+                immediate: row.immediate.clone(),
+                investigatory: row.investigatory.clone(),
+                unused: row.unused,
+                action: xid_action(x.category, row),
+            },
+            None => catalog_entry(row),
+        };
+        entries.push(entry);
+    }
+    if let Some(x) = xids
         .xid
-        .into_iter()
-        .map(|x| Entry {
-            kind: EntryKind::Xid,
-            code: Some(x.code),
-            names: vec![format!("Xid {}", x.code)],
-            runtime_name: None,
-            driver_name: None,
-            legacy_code: None,
-            message: Some(x.name),
-            category: x.category,
-            severity: x.severity,
-            sticky: None,
-            summary: x.meaning,
-            causes: x.causes,
-            fixes: vec![x.action],
-            source: Some(x.source),
-        })
-        .collect())
+        .iter()
+        .find(|x| !catalog.iter().any(|r| r.code == x.code))
+    {
+        return Err(TableError(format!(
+            "knowledge/xid.toml: Xid {} is not in knowledge/xid-catalog.tsv",
+            x.code
+        )));
+    }
+    Ok(entries)
+}
+
+/// `Xid N` and the driver's mnemonics.
+fn xid_names(row: &CatalogRow) -> Vec<String> {
+    let mut names = vec![format!("Xid {}", row.code)];
+    names.extend(
+        row.mnemonic
+            .split(',')
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned),
+    );
+    names
+}
+
+/// What an Xid asks of the job and the node: the catalog's immediate
+/// bucket for a fault of the GPU, the node or its links; the category's
+/// step for a fault the application caused (Xid 13, 31: fix the code).
+fn xid_action(category: Category, row: &CatalogRow) -> ActionKind {
+    match category {
+        Category::XidHardware | Category::EccError | Category::NvlinkError => row
+            .immediate
+            .first()
+            .map_or(ActionKind::DrainNode, |b| bucket_action(b)),
+        other => other.default_action(),
+    }
+}
+
+/// An Xid only the catalog describes: a GPU fault whose severity follows
+/// its immediate bucket.
+fn catalog_entry(row: &CatalogRow) -> Entry {
+    let bucket = row.immediate.first().map(String::as_str).unwrap_or("");
+    let severity = match bucket {
+        _ if row.unused => Severity::Error,
+        "IGNORE" | "WORKFLOW_XID_45" => Severity::Info,
+        "RESTART_APP" | "UPDATE_SWFW" => Severity::Error,
+        "" => Severity::Warning,
+        _ => Severity::Critical,
+    };
+    let mut summary = row.description.clone();
+    if !summary.ends_with('.') {
+        summary.push('.');
+    }
+    if row.unused {
+        summary.push_str(" NVIDIA's catalog marks this code unused on current GPUs: on a current GPU it should not appear.");
+    }
+    if !row.mnemonic.is_empty() {
+        summary.push_str(&format!(" Driver mnemonic: {}.", row.mnemonic));
+    }
+    let mut fixes: Vec<String> = row
+        .immediate
+        .iter()
+        .map(|b| format!("Now ({b}): {}.", bucket_meaning(b)))
+        .collect();
+    fixes.extend(
+        row.investigatory
+            .iter()
+            .map(|b| format!("Then ({b}): {}.", bucket_meaning(b))),
+    );
+    if fixes.is_empty() {
+        fixes.push("The catalog gives no resolution yet: collect nvidia-bug-report.sh and contact NVIDIA support if it recurs.".to_owned());
+    }
+    Entry {
+        kind: EntryKind::Xid,
+        code: Some(row.code),
+        names: xid_names(row),
+        runtime_name: None,
+        driver_name: None,
+        legacy_code: None,
+        message: Some(row.description.clone()),
+        category: Category::XidHardware,
+        severity,
+        sticky: None,
+        summary,
+        causes: Vec::new(),
+        fixes,
+        source: Some(
+            "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html".to_owned(),
+        ),
+        immediate: row.immediate.clone(),
+        investigatory: row.investigatory.clone(),
+        unused: row.unused,
+        action: xid_action(Category::XidHardware, row),
+    }
 }
 
 fn status_entries(text: &str, kind: EntryKind, file: &str) -> Result<Vec<Entry>, TableError> {
@@ -241,6 +349,10 @@ fn status_entries(text: &str, kind: EntryKind, file: &str) -> Result<Vec<Entry>,
             causes: s.causes,
             fixes: s.fixes,
             source: Some(s.source),
+            immediate: Vec::new(),
+            investigatory: Vec::new(),
+            unused: false,
+            action: s.category.default_action(),
         })
         .collect())
 }

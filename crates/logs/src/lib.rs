@@ -22,6 +22,7 @@
 
 mod desync;
 mod embedded;
+mod host;
 mod prefix;
 mod record;
 mod stack_dump;
@@ -31,6 +32,7 @@ mod traceback;
 
 pub use desync::{DesyncGroup, DesyncReader, DesyncSnapshot};
 pub use embedded::embedded_message;
+pub use host::line_host;
 pub use prefix::{strip_rank_prefix, Prefixed};
 pub use record::continues_message;
 pub use stack_dump::{DumpTool, StackDump, StackDumpReader, StackThread, Trigger};

@@ -78,6 +78,19 @@ pub struct Finding {
     pub captures: BTreeMap<String, String>,
     /// The rank the finding belongs to, when known.
     pub rank: Option<u32>,
+    /// The node it happened on, when known: a host name from the line
+    /// (NCCL's `host:pid:tid` header, a syslog host field, a scheduler's
+    /// node name) or from the rank's other lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The GPU it happened on, when known: a PCI bus id
+    /// (`0000:1b:00.0`), as the kernel and NVIDIA's tools print it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+    /// What to do with the job and the node after this failure (the
+    /// rule's step, else its category's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<crate::ActionKind>,
     /// Ordered remediation steps, most likely fix first.
     pub remediation: Vec<String>,
     /// Documentation links or names.

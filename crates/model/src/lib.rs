@@ -8,6 +8,7 @@
 //! they do not need.
 #![forbid(unsafe_code)]
 
+mod action;
 mod category;
 mod dump;
 mod finding;
@@ -16,6 +17,7 @@ mod severity;
 mod text;
 mod traceback;
 
+pub use action::{Action, ActionKind, UnknownAction};
 pub use category::{Category, UnknownCategory};
 pub use dump::{
     Frame, GpuCore, GpuDevice, GpuException, GpuKernel, HostCore, HostThread, MappedModule,

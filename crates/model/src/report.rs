@@ -1,4 +1,4 @@
-use crate::{Category, Evidence, Finding, GpuCore, HostCore, Severity};
+use crate::{Action, Category, Evidence, Finding, GpuCore, HostCore, Severity};
 use serde::{Deserialize, Serialize};
 
 /// The name and version of the tool that wrote a report.
@@ -34,6 +34,15 @@ pub struct RootCause {
     /// How sure the answer is; absent when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<Confidence>,
+    /// What to do with the job and the nodes; absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
+    /// The node the root cause happened on, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The GPU it happened on (a PCI bus id), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
 }
 
 /// How sure a named root cause is.
@@ -74,6 +83,9 @@ impl RootCause {
             severity: None,
             explains: Vec::new(),
             confidence: None,
+            action: None,
+            host: None,
+            gpu: None,
         }
     }
 }

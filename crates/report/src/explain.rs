@@ -2,7 +2,7 @@
 
 use crate::human::wrap_into;
 use crate::Style;
-use coroner_knowledge::{Answer, Entry, EntryKind};
+use coroner_knowledge::{bucket_meaning, Answer, Entry, EntryKind};
 
 /// The answer for a terminal.
 pub fn human(query: &str, answer: &Answer, style: Style) -> String {
@@ -95,6 +95,41 @@ fn entry(out: &mut String, e: &Entry, style: Style) {
         for c in &e.causes {
             wrap_into(out, c, "  - ", "    ", w);
         }
+    }
+    if e.kind == EntryKind::Xid {
+        out.push('\n');
+        let buckets = |list: &[String]| {
+            list.iter()
+                .map(|b| format!("{b}: {}", bucket_meaning(b)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let mut line = String::from("NVIDIA's catalog: ");
+        if e.immediate.is_empty() {
+            line.push_str("no resolution bucket yet");
+        } else {
+            line.push_str(&format!("now {}", buckets(&e.immediate)));
+        }
+        if !e.investigatory.is_empty() {
+            line.push_str(&format!("; then {}", buckets(&e.investigatory)));
+        }
+        if e.unused {
+            line.push_str("; marked unused on current GPUs");
+        }
+        line.push('.');
+        wrap_into(out, &line, "  ", "    ", w);
+        let retry = if e.action.retry() {
+            "resubmitting the job without this node can succeed"
+        } else {
+            "resubmitting the same job will not help"
+        };
+        wrap_into(
+            out,
+            &format!("For the job: {}; {retry}.", e.action),
+            "  ",
+            "    ",
+            w,
+        );
     }
     if !e.fixes.is_empty() {
         out.push_str("\n  What to do:\n");

@@ -16,10 +16,12 @@ pub fn render(report: &Report, style: Style) -> String {
     let mut out = String::new();
     let root = &report.root_cause;
     let paint = Paint(style.color);
-    let rank = root
-        .rank
-        .map(|r| format!(" on rank {r}"))
-        .unwrap_or_default();
+    let rank = match (root.rank, &root.host) {
+        (Some(r), Some(host)) => format!(" on rank {r} ({host})"),
+        (Some(r), None) => format!(" on rank {r}"),
+        (None, Some(host)) => format!(" on {host}"),
+        (None, None) => String::new(),
+    };
     let primary = crate::root_finding(report);
     let time = primary
         .and_then(|f| f.first_seen.time.as_deref())
@@ -48,6 +50,15 @@ pub fn render(report: &Report, style: Style) -> String {
         }
     );
     wrap_into(&mut out, &root.summary, "  ", "  ", style.width);
+    if let Some(next) = crate::next_step(root) {
+        wrap_into(
+            &mut out,
+            &format!("{} {next}.", paint.bold("Next:")),
+            "  ",
+            "    ",
+            style.width,
+        );
+    }
     if let Some(finding) = primary {
         out.push('\n');
         out.push_str(&diagnostic::render(

@@ -29,7 +29,7 @@ pub mod sarif;
 mod snippet;
 mod traceback_section;
 
-use coroner_model::{Category, Finding, Report};
+use coroner_model::{ActionKind, Category, Finding, Report, RootCause};
 use std::path::{Component, Path, PathBuf};
 
 /// How to style terminal output.
@@ -75,6 +75,92 @@ pub fn root_finding(report: &Report) -> Option<&Finding> {
         report.root_cause.category != Category::Unknown
             && report.root_cause.rule.as_deref() == Some(f.rule.as_str())
     })
+}
+
+/// The one line saying what to do next with the job and the nodes:
+/// `drain gpu-node-17 and resubmit; the code is not at fault`.
+pub fn next_step(root: &RootCause) -> Option<String> {
+    let action = root.action.as_ref()?;
+    let nodes = match action.hosts.as_slice() {
+        [] => None,
+        [one] => Some(one.clone()),
+        [first, rest @ ..] if rest.len() < 4 => Some(format!("{first}, {}", rest.join(", "))),
+        many => Some(format!(
+            "{} nodes ({}, ...)",
+            many.len(),
+            many[..3].join(", ")
+        )),
+    };
+    let the_gpu = match (&root.gpu, &nodes) {
+        (Some(gpu), Some(n)) => format!("GPU {gpu} on {n}"),
+        (Some(gpu), None) => format!("GPU {gpu}"),
+        (None, Some(n)) => format!("the GPU on {n}"),
+        (None, None) => "the GPU".to_owned(),
+    };
+    let the_node = nodes.unwrap_or_else(|| "the node".to_owned());
+    let first_step = || {
+        root.remediation
+            .first()
+            .map(|s| first_sentence(s))
+            .filter(|s| s.chars().count() <= 160)
+    };
+    let unchanged = "resubmitting it unchanged will fail the same way";
+    let text = match action.kind {
+        ActionKind::RestartJob => {
+            "resubmit the job; the failure can pass, the code need not change".to_owned()
+        }
+        ActionKind::ResetGpu => {
+            format!("reset {the_gpu} and resubmit; the code is not at fault")
+        }
+        ActionKind::RebootNode => {
+            format!(
+                "reboot {the_node} and resubmit without it until then; the code is not at fault"
+            )
+        }
+        ActionKind::DrainNode => {
+            format!("drain {the_node} and resubmit; the code is not at fault")
+        }
+        ActionKind::FixCode => match first_step() {
+            Some(step) => format!("fix the code: {step} ({unchanged})"),
+            None => format!("fix the code; {unchanged}"),
+        },
+        ActionKind::FixConfig => match first_step() {
+            Some(step) => format!("change the job's settings: {step} ({unchanged})"),
+            None => format!("change the job's settings; {unchanged}"),
+        },
+        ActionKind::FixEnvironment => {
+            let where_ = if action.hosts.is_empty() {
+                String::new()
+            } else {
+                format!(" on {the_node}")
+            };
+            match first_step() {
+                Some(step) => format!("fix the environment{where_}: {step} ({unchanged})"),
+                None => format!("fix the environment{where_}; {unchanged}"),
+            }
+        }
+        ActionKind::None => "nothing needs doing about it by itself".to_owned(),
+    };
+    Some(text)
+}
+
+/// The first sentence of `text`, without its full stop.
+fn first_sentence(text: &str) -> String {
+    let end = text
+        .char_indices()
+        .find(|&(i, c)| c == '.' && text[i + 1..].chars().next().is_none_or(char::is_whitespace))
+        .map_or(text.len(), |(i, _)| i);
+    let sentence = text[..end].trim();
+    // `Reduce the batch size` reads on after a colon as `reduce ...`;
+    // `NCCL_DEBUG=INFO ...` or `PyTorch ...` keep their capitals.
+    let mut chars = sentence.chars();
+    match (chars.next(), chars.next()) {
+        (Some(first), Some(second)) if first.is_uppercase() && second.is_lowercase() => first
+            .to_lowercase()
+            .chain(sentence.chars().skip(1))
+            .collect(),
+        _ => sentence.to_owned(),
+    }
 }
 
 /// The findings other than the root cause's, most severe first.

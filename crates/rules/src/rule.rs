@@ -4,7 +4,7 @@ use crate::always_set::always_set;
 use crate::condition::Condition;
 use crate::error::{RuleError, RuleErrorKind};
 use crate::schema::{ExampleSpec, MatchSpec, RuleFile};
-use coroner_model::{Category, InputKind, Role, Severity};
+use coroner_model::{ActionKind, Category, InputKind, Role, Severity};
 use regex::{Regex, RegexBuilder};
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
@@ -46,6 +46,9 @@ pub struct Rule {
     /// A warning that names the root cause, with low confidence, when
     /// nothing of error severity is found.
     pub sole_sign: bool,
+    /// What to do with the job and the node after this failure: the
+    /// file's `action`, else the category's.
+    pub action: ActionKind,
     /// Path of the rule file (relative to the repository for built-ins).
     pub source: String,
     /// The rule file's text.
@@ -535,6 +538,17 @@ pub fn parse_rule_with(
             ));
         }
     }
+    // Remediation is printed as written: a capture's placeholder there
+    // would reach the user unfilled.
+    for step in &file.remediation {
+        if let Some(name) = placeholders(step).into_iter().find(|n| defined.contains(n)) {
+            errors.push(err(
+                RuleErrorKind::UndefinedPlaceholder,
+                file.message.span(),
+                format!("a remediation step names capture `{{{name}}}`, but remediation is not filled from captures"),
+            ).with_help("say it without the value, or move it into the message"));
+        }
+    }
     if patterns_compiled {
         let always = always_set_by_every_match(spec, &when);
         for name in required_placeholders(file.message.get_ref()) {
@@ -593,6 +607,31 @@ pub fn parse_rule_with(
         }
     }
 
+    let action = match &file.action {
+        None => None,
+        Some(name) => match name.get_ref().parse::<ActionKind>() {
+            Ok(kind) => Some(kind),
+            Err(_) => {
+                errors.push(
+                    err(
+                        RuleErrorKind::UnknownValue,
+                        name.span(),
+                        format!("`action` is `{}`, which is not an action", name.get_ref()),
+                    )
+                    .with_help(format!(
+                        "use one of: {}",
+                        ActionKind::ALL
+                            .iter()
+                            .map(|k| k.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                );
+                None
+            }
+        },
+    };
+
     let (category, severity, role) = match (category, severity, role) {
         (Ok(c), Ok(s), Ok(r)) if errors.is_empty() => (c, s, r),
         (c, s, r) => {
@@ -621,6 +660,7 @@ pub fn parse_rule_with(
         explains,
         internal: file.internal,
         sole_sign: file.sole_sign,
+        action: action.unwrap_or_else(|| category.default_action()),
         source: path.to_owned(),
         text: text.to_owned(),
         examples: file.examples,

@@ -40,6 +40,10 @@ pub struct RuleFile {
     /// root cause with low confidence: the only sign of a known failure.
     #[serde(default)]
     pub sole_sign: bool,
+    /// What to do with the job and the node after this failure (an
+    /// `ActionKind` id); the category's step when absent.
+    #[serde(default)]
+    pub action: Option<Spanned<String>>,
     #[serde(rename = "match")]
     pub matching: Spanned<MatchSpec>,
     #[serde(default)]
