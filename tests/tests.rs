@@ -8,6 +8,7 @@ mod dumps;
 mod fixtures;
 mod hostile;
 mod knowledge;
+mod nodes;
 mod prefixes;
 mod processes;
 mod rules;

@@ -389,9 +389,10 @@ fn captured_host(captures: &[(String, String)]) -> Option<&str> {
 }
 
 /// Whether `s` can be a node's name (not a placeholder or an address
-/// printed in its place).
+/// printed in its place, nor the loopback name, which names no node).
 fn is_host_name(s: &str) -> bool {
     !s.is_empty()
+        && !matches!(s, "localhost" | "localhost.localdomain" | "127.0.0.1")
         && s.len() <= 253
         && s.starts_with(|c: char| c.is_ascii_alphanumeric())
         && s.bytes()
@@ -405,11 +406,13 @@ fn is_ipv4(s: &str) -> bool {
 }
 
 /// The GPU a match names: its PCI address from a capture `gpu` or `pci`,
-/// or NCCL's `busid`.
+/// or NCCL's `busid`; else its index (`GPU 0`) from a capture
+/// `gpu_index`.
 fn captured_gpu(captures: &[(String, String)]) -> Option<String> {
     captures.iter().find_map(|(k, v)| match k.as_str() {
         "gpu" | "pci" => crate::devices::pci_address(v),
         "busid" => crate::devices::nccl_address(v),
+        "gpu_index" => v.parse::<u32>().ok().map(|i| format!("GPU {i}")),
         _ => None,
     })
 }

@@ -18,13 +18,14 @@ use nom::sequence::{delimited, preceded, terminated};
 use nom::{IResult, Parser};
 
 /// The host named by the header of `line` (a rank prefix already
-/// removed), if any.
+/// removed), if any. The loopback name names no node and is not returned.
 pub fn line_host(line: &str) -> Option<&str> {
     let line = line.trim_start();
     alt((nccl_header, syslog_header))
         .parse(line)
         .ok()
         .map(|(_, host)| host)
+        .filter(|h| !h.eq_ignore_ascii_case("localhost"))
 }
 
 /// A host name: letters, digits, `-`, `_` and `.`, starting with a letter

@@ -83,8 +83,9 @@ pub struct Finding {
     /// node name) or from the rank's other lines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
-    /// The GPU it happened on, when known: a PCI bus id
-    /// (`0000:1b:00.0`), as the kernel and NVIDIA's tools print it.
+    /// The GPU it happened on, when known: its PCI address (`0000:1b:00`:
+    /// domain, bus, device), or `GPU N` (its index) where only that is
+    /// known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
     /// What to do with the job and the node after this failure (the
