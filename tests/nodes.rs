@@ -61,8 +61,16 @@ fn an_xid_79_on_one_node_drains_that_node() {
     std::fs::write(dir.path("gpu-node-17/train.log"), NODE17_NCCL).unwrap();
     std::fs::write(dir.path("gpu-node-18/train.log"), NODE18_NCCL).unwrap();
     std::fs::write(dir.path("gpu-node-17/kern.log"), NODE17_KERNEL).unwrap();
+    // dmesg without host fields: the directory names the node.
+    std::fs::write(
+        dir.path("gpu-node-18/dmesg.txt"),
+        "[ 5512.804112] nvidia 0000:1b:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)\n",
+    )
+    .unwrap();
     let (report, code) = analyze_json(&[&dir.display("")]);
     assert_eq!(code, 1);
+    let corrected = findings_of(&report, "kernel-gpu-pcie-aer-corrected");
+    assert_eq!(corrected[0]["host"], "gpu-node-18", "{report:#}");
     let root = root(&report);
     assert_eq!(root["category"], "xid-hardware", "{report:#}");
     assert_eq!(root["rank"], 3);

@@ -161,17 +161,20 @@ pub fn choose(
 }
 
 /// What to do after `primary`: its rule's step, on the nodes where it and
-/// the other findings of its category and role happened when the step is
-/// about nodes.
+/// the other findings of its category, role and severity happened when the
+/// step is about nodes (a corrected PCIe error elsewhere does not drain
+/// that node too).
 fn action_for(primary: &Finding, others: &[Finding]) -> Action {
     let kind = primary
         .action
         .unwrap_or_else(|| primary.category.default_action());
     let mut hosts: Vec<String> = Vec::new();
     if kind.is_about_nodes() {
-        let alike = others
-            .iter()
-            .filter(|f| f.category == primary.category && f.role == primary.role);
+        let alike = others.iter().filter(|f| {
+            f.category == primary.category
+                && f.role == primary.role
+                && f.severity >= primary.severity
+        });
         for host in std::iter::once(primary)
             .chain(alike)
             .filter_map(|f| f.host.as_ref())

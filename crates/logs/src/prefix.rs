@@ -1,8 +1,8 @@
 use nom::branch::alt;
-use nom::bytes::complete::tag;
-use nom::character::complete::{char, digit1};
+use nom::bytes::complete::{tag, take_while1, take_while_m_n};
+use nom::character::complete::{char, digit1, one_of};
 use nom::combinator::{map_res, opt, peek, recognize};
-use nom::sequence::terminated;
+use nom::sequence::{delimited, terminated};
 use nom::{IResult, Parser};
 
 /// A line with its launcher prefixes removed.
@@ -113,72 +113,77 @@ fn c10d_rank(s: &str) -> Option<u32> {
 /// `s` without a leading RFC 3339 time with `T` and a zone (`Z` or
 /// `+01:00`) followed by a space.
 fn strip_collector_time(s: &str) -> &str {
-    let b = s.as_bytes();
-    let shaped = b.len() > 20
-        && b.get(4) == Some(&b'-')
-        && b.get(7) == Some(&b'-')
-        && b.get(10) == Some(&b'T')
-        && b.get(13) == Some(&b':')
-        && b.iter().take(4).all(u8::is_ascii_digit);
-    if !shaped {
-        return s;
+    fn digits<'a>(
+        n: usize,
+    ) -> impl Parser<&'a str, Output = &'a str, Error = nom::error::Error<&'a str>> {
+        take_while_m_n(n, n, |c: char| c.is_ascii_digit())
     }
-    let Some(space) = s.find(' ').filter(|&i| i <= 40) else {
-        return s;
-    };
-    let stamp = s.get(..space).unwrap_or_default();
-    let zoned = stamp.ends_with('Z')
-        || stamp
-            .get(stamp.len().saturating_sub(6)..)
-            .is_some_and(|z| z.starts_with(['+', '-']) && z.as_bytes().get(3) == Some(&b':'));
-    if zoned {
-        s.get(space + 1..).unwrap_or_default()
-    } else {
-        s
+    let stamp = recognize((
+        (
+            digits(4),
+            char('-'),
+            digits(2),
+            char('-'),
+            digits(2),
+            char('T'),
+        ),
+        (digits(2), char(':'), digits(2), char(':'), digits(2)),
+        opt((one_of(".,"), digit1)),
+        alt((
+            recognize(char('Z')),
+            recognize((one_of("+-"), digits(2), char(':'), digits(2))),
+        )),
+    ));
+    let parsed: IResult<&str, &str> = terminated(stamp, char(' ')).parse(s);
+    match parsed {
+        Ok((rest, _)) => rest,
+        Err(_) => s,
     }
 }
 
 /// Slurm's `srun --label` prefix: the task number, right-aligned, then
 /// `: ` (`3: `, ` 3: `, `12: `).
 fn slurm_label(s: &str) -> Option<(u32, &str)> {
-    let trimmed = s.trim_start_matches(' ');
-    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 || digits > 6 || s.len() - trimmed.len() > 6 {
-        return None;
-    }
-    let after = trimmed.get(digits..)?.strip_prefix(": ")?;
-    Some((trimmed.get(..digits)?.parse().ok()?, after))
+    let parsed: IResult<&str, _> = (
+        take_while_m_n(0, 6, |c| c == ' '),
+        map_res(
+            take_while_m_n(1, 6, |c: char| c.is_ascii_digit()),
+            str::parse::<u32>,
+        ),
+        tag(": "),
+    )
+        .parse(s);
+    let (rest, (_, task, _)) = parsed.ok()?;
+    Some((task, rest))
 }
 
 /// `[rank3] ` at the start of `s`: the rank and what follows the space.
 fn own_rank_tag(s: &str) -> Option<(u32, &str)> {
-    let inner = s.strip_prefix("[rank")?;
-    let close = inner.find("] ")?;
-    let digits = inner.get(..close)?;
-    if digits.is_empty() || digits.len() > 7 || !digits.chars().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    Some((
-        digits.parse().ok()?,
-        inner.get(close + 2..)?.trim_start_matches(' '),
-    ))
+    let parsed: IResult<&str, u32> = delimited(tag("[rank"), rank_number, tag("] ")).parse(s);
+    let (rest, rank) = parsed.ok()?;
+    Some((rank, rest.trim_start_matches(' ')))
 }
 
 /// Parses `[<letters><digits>]:` at the start of `s`.
 fn bracket_prefix(s: &str) -> Option<(&str, u32, &str)> {
-    let inner = s.strip_prefix('[')?;
-    let close = inner.find("]:")?;
-    let tag_and_number = &inner[..close];
-    let split = tag_and_number.find(|c: char| c.is_ascii_digit())?;
-    let (tag, digits) = tag_and_number.split_at(split);
-    if tag.is_empty()
-        || !tag.chars().all(|c| c.is_ascii_alphabetic() || c == '_')
-        || digits.len() > 7
-        || !digits.chars().all(|c| c.is_ascii_digit())
-    {
-        return None;
-    }
-    Some((tag, digits.parse().ok()?, &inner[close + 2..]))
+    let parsed: IResult<&str, _> = (
+        char('['),
+        take_while1(|c: char| c.is_ascii_alphabetic() || c == '_'),
+        rank_number,
+        tag("]:"),
+    )
+        .parse(s);
+    let (rest, (_, tag_name, number, _)) = parsed.ok()?;
+    Some((tag_name, number, rest))
+}
+
+/// One to seven digits: a rank.
+fn rank_number(s: &str) -> IResult<&str, u32> {
+    map_res(
+        take_while_m_n(1, 7, |c: char| c.is_ascii_digit()),
+        str::parse::<u32>,
+    )
+    .parse(s)
 }
 
 #[cfg(test)]

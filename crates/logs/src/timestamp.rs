@@ -47,6 +47,14 @@ impl LineTime {
     }
 }
 
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_till, take_while_m_n};
+use nom::character::complete::{char, digit0, one_of, satisfy, space0, space1};
+use nom::combinator::{eof, map_res, not, opt, peek, verify};
+use nom::multi::many0;
+use nom::sequence::{preceded, terminated};
+use nom::{IResult, Parser};
+
 const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
@@ -55,79 +63,94 @@ const MONTHS: [&str; 12] = [
 pub fn line_time(text: &str) -> Option<LineTime> {
     let t = text.trim_start();
     let t = t.strip_prefix('[').unwrap_or(t);
-    glog(t)
-        .or_else(|| iso(t))
-        .or_else(|| ctime(t))
-        .or_else(|| syslog(t))
-        .or_else(|| torchrun_field(t))
+    alt((glog, iso, ctime, syslog, torchrun_field))
+        .parse(t)
+        .ok()
+        .map(|(_, time)| time)
 }
 
 /// `E1129 17:16:18.664318040`.
-fn glog(t: &str) -> Option<LineTime> {
-    let b = t.as_bytes();
-    if !matches!(b.first(), Some(b'I' | b'W' | b'E' | b'F')) || b.get(5) != Some(&b' ') {
-        return None;
-    }
-    let month = number(t.get(1..3)?)?;
-    let day = number(t.get(3..5)?)?;
-    date(None, month, day, clock(t.get(6..)?)?)
+fn glog(t: &str) -> IResult<&str, LineTime> {
+    let (rest, (_, month, day, _, nanos)) =
+        (one_of("IWEF"), two_digits, two_digits, char(' '), clock).parse(t)?;
+    valid(rest, t, date(None, month, day, nanos))
 }
 
 /// `2026-11-29T15:16:05.539Z`, `2026-11-29 18:18:49,123`, `2026/11/29 20:39:27.588`.
-fn iso(t: &str) -> Option<LineTime> {
-    let sep = *t.as_bytes().get(4)?;
-    if !matches!(sep, b'-' | b'/') || t.as_bytes().get(7) != Some(&sep) {
-        return None;
-    }
-    if !matches!(t.as_bytes().get(10), Some(b'T' | b' ' | b'_')) {
-        return None;
-    }
-    let year = u16::try_from(number(t.get(..4)?)?).ok()?;
-    date(
-        Some(year),
-        number(t.get(5..7)?)?,
-        number(t.get(8..10)?)?,
-        clock(t.get(11..)?)?,
+fn iso(t: &str) -> IResult<&str, LineTime> {
+    let (rest, (year, sep)) = (
+        map_res(
+            take_while_m_n(4, 4, |c: char| c.is_ascii_digit()),
+            str::parse::<u16>,
+        ),
+        one_of("-/"),
     )
+        .parse(t)?;
+    let (rest, (month, _, day, _, nanos)) =
+        (two_digits, char(sep), two_digits, one_of("T _"), clock).parse(rest)?;
+    valid(rest, t, date(Some(year), month, day, nanos))
 }
 
-/// `Sun Nov 29 21:00:10 2026`.
-fn ctime(t: &str) -> Option<LineTime> {
-    let mut words = t.split_whitespace();
-    let (weekday, month, day, time, year) = (
-        words.next()?,
-        words.next()?,
-        words.next()?,
-        words.next()?,
-        words.next()?,
-    );
-    if weekday.len() != 3 || !weekday.chars().all(|c| c.is_ascii_alphabetic()) {
-        return None;
-    }
-    let year = year.trim_end_matches(']');
-    let year = u16::try_from(number(year).filter(|_| year.len() == 4)?).ok()?;
-    date(Some(year), month_number(month)?, number(day)?, clock(time)?)
+/// `Sun Nov 29 21:00:10 2026` (`dmesg -T`, with its closing `]`).
+fn ctime(t: &str) -> IResult<&str, LineTime> {
+    let (rest, (_, _, month, _, day, _, nanos, _, _, year)) = (
+        take_while_m_n(3, 3, |c: char| c.is_ascii_alphabetic()),
+        space1,
+        month_name,
+        space1,
+        number,
+        space1,
+        clock,
+        take_till(char::is_whitespace),
+        space1,
+        terminated(
+            map_res(
+                take_while_m_n(4, 4, |c: char| c.is_ascii_digit()),
+                str::parse::<u16>,
+            ),
+            (many0(char(']')), peek(alt((space1, eof)))),
+        ),
+    )
+        .parse(t)?;
+    valid(rest, t, date(Some(year), month, day, nanos))
 }
 
 /// `Nov 29 21:00:10 host ...`.
-fn syslog(t: &str) -> Option<LineTime> {
-    let month = month_number(t.get(..3)?)?;
-    let rest = t.get(3..)?.trim_start();
-    let (day, rest) = rest.split_once(' ')?;
-    date(None, month, number(day)?, clock(rest)?)
+fn syslog(t: &str) -> IResult<&str, LineTime> {
+    let (rest, (month, _, day, _, nanos)) =
+        (month_name, space0, number, char(' '), clock).parse(t)?;
+    valid(rest, t, date(None, month, day, nanos))
 }
 
 /// `time      : 2026-11-29_17:20:53`.
-fn torchrun_field(t: &str) -> Option<LineTime> {
-    let rest = t.strip_prefix("time")?.trim_start().strip_prefix(':')?;
-    iso(rest.trim_start())
+fn torchrun_field(t: &str) -> IResult<&str, LineTime> {
+    preceded((tag("time"), space0, char(':'), space0), iso).parse(t)
 }
 
-fn month_number(name: &str) -> Option<u32> {
-    MONTHS
-        .iter()
-        .position(|m| *m == name)
-        .and_then(|i| u32::try_from(i + 1).ok())
+/// A month's three-letter name, as its number.
+fn month_name(t: &str) -> IResult<&str, u32> {
+    map_res(
+        take_while_m_n(3, 3, |c: char| c.is_ascii_alphabetic()),
+        |name: &str| {
+            MONTHS
+                .iter()
+                .position(|m| *m == name)
+                .and_then(|i| u32::try_from(i + 1).ok())
+                .ok_or(())
+        },
+    )
+    .parse(t)
+}
+
+/// `time` when it is a date, else a parse failure at `at`.
+fn valid<'a>(rest: &'a str, at: &'a str, time: Option<LineTime>) -> IResult<&'a str, LineTime> {
+    match time {
+        Some(time) => Ok((rest, time)),
+        None => Err(nom::Err::Error(nom::error::Error::new(
+            at,
+            nom::error::ErrorKind::Verify,
+        ))),
+    }
 }
 
 fn date(year: Option<u16>, month: u32, day: u32, nanos: u64) -> Option<LineTime> {
@@ -140,46 +163,45 @@ fn date(year: Option<u16>, month: u32, day: u32, nanos: u64) -> Option<LineTime>
 }
 
 /// `17:16:18`, then an optional fraction after `.` or `,`: nanoseconds
-/// since midnight.
-fn clock(t: &str) -> Option<u64> {
-    let hours = number(t.get(0..2)?)?;
-    let minutes = number(t.get(3..5)?)?;
-    let seconds = number(t.get(6..8)?)?;
-    let b = t.as_bytes();
-    if b.get(2) != Some(&b':')
-        || b.get(5) != Some(&b':')
-        || hours > 23
-        || minutes > 59
-        || seconds > 60
-    {
-        return None;
-    }
+/// since midnight. A digit right after the seconds is not a time.
+fn clock(t: &str) -> IResult<&str, u64> {
+    let (rest, (hours, _, minutes, _, seconds)) = verify(
+        (two_digits, char(':'), two_digits, char(':'), two_digits),
+        |&(h, _, m, _, s)| h <= 23 && m <= 59 && s <= 60,
+    )
+    .parse(t)?;
+    let (rest, fraction) = opt(preceded(one_of(".,"), digit0)).parse(rest)?;
+    let rest = match fraction {
+        Some(_) => rest,
+        None => not(satisfy(|c| c.is_ascii_digit())).parse(rest)?.0,
+    };
     let mut nanos = 0u64;
-    if matches!(b.get(8), Some(b'.' | b',')) {
-        let digits: Vec<u8> = b
-            .iter()
-            .skip(9)
-            .take_while(|c| c.is_ascii_digit())
-            .take(9)
-            .copied()
-            .collect();
-        for (i, d) in digits.iter().enumerate() {
-            nanos += u64::from(d - b'0') * 10u64.pow(8 - u32::try_from(i).ok()?);
-        }
-    } else if b.get(8).is_some_and(u8::is_ascii_digit) {
-        return None;
+    for (i, d) in fraction.unwrap_or("").bytes().take(9).enumerate() {
+        nanos += u64::from(d - b'0') * 10u64.pow(8 - u32::try_from(i).unwrap_or(8));
     }
-    Some(
+    Ok((
+        rest,
         (u64::from(hours) * 3600 + u64::from(minutes) * 60 + u64::from(seconds)) * 1_000_000_000
             + nanos,
-    )
+    ))
 }
 
-/// All ASCII digits, as a number.
-fn number(t: &str) -> Option<u32> {
-    (!t.is_empty() && t.len() <= 9 && t.bytes().all(|c| c.is_ascii_digit()))
-        .then(|| t.parse().ok())
-        .flatten()
+/// Two ASCII digits, as a number.
+fn two_digits(t: &str) -> IResult<&str, u32> {
+    map_res(
+        take_while_m_n(2, 2, |c: char| c.is_ascii_digit()),
+        str::parse::<u32>,
+    )
+    .parse(t)
+}
+
+/// One to nine ASCII digits, as a number.
+fn number(t: &str) -> IResult<&str, u32> {
+    map_res(
+        take_while_m_n(1, 9, |c: char| c.is_ascii_digit()),
+        str::parse::<u32>,
+    )
+    .parse(t)
 }
 
 #[cfg(test)]
