@@ -1,7 +1,7 @@
 //! Collapsing matches into findings: one per rule and rank, with a count,
 //! the first location, a few evidence lines and the first captures.
 
-use coroner_logs::{line_host, line_time, strip_rank_prefix};
+use coroner_logs::{is_host_name, line_host, line_time, strip_rank_prefix};
 use coroner_model::{inert, inert_capped, Context, Evidence, Finding, Location, Traceback};
 use coroner_rules::{Match, RuleSet};
 use std::collections::HashMap;
@@ -386,23 +386,6 @@ fn captured_host(captures: &[(String, String)]) -> Option<&str> {
         .iter()
         .find(|(k, v)| (k == "host" || k == "node") && is_host_name(v))
         .map(|(_, v)| v.as_str())
-}
-
-/// Whether `s` can be a node's name (not a placeholder or an address
-/// printed in its place, nor the loopback name, which names no node).
-fn is_host_name(s: &str) -> bool {
-    !s.is_empty()
-        && !matches!(s, "localhost" | "localhost.localdomain" | "127.0.0.1")
-        && s.len() <= 253
-        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        && (!s.bytes().all(|b| b.is_ascii_digit() || b == b'.') || is_ipv4(s))
-}
-
-/// `10.128.0.103`: a node named by its address.
-fn is_ipv4(s: &str) -> bool {
-    s.split('.').count() == 4 && s.split('.').all(|p| p.parse::<u8>().is_ok())
 }
 
 /// The GPU a match names: its PCI address from a capture `gpu` or `pci`,

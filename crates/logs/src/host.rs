@@ -13,7 +13,7 @@
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_till, take_while1, take_while_m_n};
 use nom::character::complete::{char, digit1, space1};
-use nom::combinator::{opt, recognize, verify};
+use nom::combinator::{opt, recognize};
 use nom::sequence::{delimited, preceded, terminated};
 use nom::{IResult, Parser};
 
@@ -25,21 +25,30 @@ pub fn line_host(line: &str) -> Option<&str> {
         .parse(line)
         .ok()
         .map(|(_, host)| host)
-        .filter(|h| !h.eq_ignore_ascii_case("localhost"))
+        .filter(|h| is_host_name(h))
 }
 
-/// A host name: letters, digits, `-`, `_` and `.`, starting with a letter
-/// or digit, at most 253 bytes, not all digits.
+/// Whether `s` can name a node: letters, digits, `-`, `_` and `.`,
+/// starting with a letter or digit, at most 253 bytes, not a bare number
+/// (an IPv4 address is a name), and not the loopback name, which names no
+/// node.
+pub fn is_host_name(s: &str) -> bool {
+    let is_ipv4 = s.split('.').count() == 4 && s.split('.').all(|p| p.parse::<u8>().is_ok());
+    !s.is_empty()
+        && s.len() <= 253
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && (is_ipv4 || !s.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+        && !matches!(
+            s.to_ascii_lowercase().as_str(),
+            "localhost" | "localhost.localdomain" | "127.0.0.1"
+        )
+}
+
+/// A host name's characters; [`is_host_name`] decides on the whole.
 fn host_name(s: &str) -> IResult<&str, &str> {
-    verify(
-        take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')),
-        |h: &str| {
-            h.len() <= 253
-                && h.starts_with(|c: char| c.is_ascii_alphanumeric())
-                && !h.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-        },
-    )
-    .parse(s)
+    take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).parse(s)
 }
 
 /// `host:pid:tid [device] `, optionally after one `[...]` time or tag.
@@ -162,6 +171,14 @@ mod tests {
             line_host("2026-11-29T21:00:10+0000 node7.cluster kernel: Out of memory"),
             Some("node7.cluster")
         );
+    }
+
+    #[test]
+    fn host_names() {
+        use super::is_host_name;
+        assert!(is_host_name("gpu-node-17") && is_host_name("10.0.15.26"));
+        assert!(!is_host_name("localhost") && !is_host_name("1234") && !is_host_name("-x"));
+        assert!(!is_host_name("a b") && !is_host_name(""));
     }
 
     #[test]
