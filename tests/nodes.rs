@@ -202,6 +202,21 @@ fn dcgm_failures_are_findings_on_their_gpu() {
     assert_eq!(failed.len(), 1, "{report:#}");
     assert_eq!(failed[0]["gpu"], "GPU 0");
     assert_eq!(root(&report)["action"]["kind"], "drain-node");
+    // DCGM 4 prints one row per GPU under the test's overall result.
+    let text = "\
++-----  Hardware  ----------+------------------------------------------------+
+| memory                    | Fail                                           |
+|                           | GPU0: Pass                                     |
+|                           | GPU1: Fail                                     |
+|                           | GPU3: Fail                                     |
+";
+    let out = run(&["analyze", "--format", "json", "-"], Some(text.as_bytes()));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gpus: Vec<&Value> = findings_of(&report, "dcgm-diag-test-failed")
+        .iter()
+        .map(|f| &f["gpu"])
+        .collect();
+    assert_eq!(gpus, [&Value::from("GPU 1"), &Value::from("GPU 3")]);
 }
 
 /// Every code of the checked-in catalog is explained, with its buckets,
