@@ -1,10 +1,10 @@
 //! The wild corpus: real failure logs pasted in public threads, each with
 //! the root cause its thread diagnosed (`fixtures/wild/<id>/case.json`).
-//! Every case goes through the binary; the accuracy per split and per
+//! Every case is analysed with the built-in rules; the accuracy per split and per
 //! category must be the one the README prints, and must not fall below
 //! the floors here.
 
-use crate::util::{analyze_json, root};
+use crate::util::root;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -96,21 +96,40 @@ fn split_of(id: &str) -> &'static str {
 }
 
 fn run_all(cases: &[Case]) -> Vec<Outcome> {
+    // The rules are loaded once and every case is analysed in this
+    // process: starting the binary 900 times would mostly measure rule
+    // compilation. The binary's own path is tested in `cli.rs`.
+    let rules = coroner_rules::RuleSet::load(&coroner_rules::RuleSources {
+        builtin: true,
+        dirs: Vec::new(),
+        builtin_names: true,
+    })
+    .unwrap_or_else(|e| panic!("built-in rules: {e:?}"));
+    let host_core = coroner_hostcore::Options::default();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<std::sync::Mutex<Option<Outcome>>> =
         cases.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
     std::thread::scope(|scope| {
-        for _ in 0..4 {
+        for _ in 0..threads {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(case) = cases.get(i) else { break };
-                let args: Vec<&str> = case.logs.iter().map(String::as_str).collect();
-                let (report, _) = analyze_json(&args);
-                let root = &report["root_cause"];
-                let category_right = root["category"].as_str() == Some(case.label.as_str());
+                let paths: Vec<String> = case
+                    .logs
+                    .iter()
+                    .map(|l| root().join(l).to_string_lossy().into_owned())
+                    .collect();
+                let options = coroner_analyze::Options {
+                    host_core: Some(&host_core),
+                    ..coroner_analyze::Options::default()
+                };
+                let report = coroner_analyze::analyze_with(&paths, &rules, options);
+                let root_cause = &report.root_cause;
+                let category_right = root_cause.category.as_str() == case.label;
                 let rank_right = case
                     .rank
-                    .map(|rank| category_right && root["rank"].as_u64() == Some(rank));
+                    .map(|rank| category_right && root_cause.rank.map(u64::from) == Some(rank));
                 *results[i].lock().unwrap() = Some(Outcome {
                     category_right,
                     rank_right,
