@@ -16,5 +16,6 @@ mod run_dirs;
 mod timeline;
 mod tracebacks;
 mod util;
+mod ux;
 mod versions;
 mod wild;

@@ -59,6 +59,7 @@ fn the_report_shows_the_programs_own_frames_of_the_root_cause() {
             "analyze",
             "--format",
             "human",
+            "-v",
             &fixture("logs/oom_train.log"),
         ])
         .output()

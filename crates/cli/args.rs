@@ -5,10 +5,44 @@ use std::path::PathBuf;
 
 /// Tells you why a GPU training job died.
 #[derive(Debug, Parser)]
-#[command(name = "coroner", version, about, max_term_width = 100)]
+#[command(
+    name = "coroner",
+    version,
+    long_version = crate::version::long(),
+    about,
+    max_term_width = 100,
+    after_help = EXAMPLES
+)]
 pub struct Cli {
+    /// When to colour output: `auto` colours a terminal unless `NO_COLOR`
+    /// is set or `TERM=dumb`, and a pipe when `CLICOLOR_FORCE` or
+    /// `FORCE_COLOR` is set.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "auto",
+        value_name = "WHEN"
+    )]
+    pub color: ColorChoice,
     #[command(subcommand)]
     pub command: Command,
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  coroner analyze ./run-42/                     a run directory: logs, dumps, cores
+  kubectl logs job/train | coroner analyze -    a pipe
+  coroner analyze --format sarif=coroner.sarif --format markdown=summary.md logs/
+  coroner run -- torchrun --nproc-per-node 8 train.py
+  coroner explain 700        coroner explain \"xid 79\"        coroner explain 137";
+
+/// When to colour output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Subcommand)]
@@ -25,6 +59,35 @@ pub enum Command {
     /// leaves them out.
     #[command(subcommand)]
     Baseline(BaselineCommand),
+    /// Run a command, pass its output through, and when it fails say why.
+    Run(RunArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), for `man -l -` or a man directory.
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Also analyse the files under DIR when the command fails (a
+    /// torchrun `--log-dir`, a directory of dumps; repeatable).
+    #[arg(long = "log-dir", value_name = "DIR")]
+    pub log_dirs: Vec<PathBuf>,
+    /// Keep at most this many bytes of the command's output for the
+    /// analysis (its start and its end are kept).
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    pub keep: usize,
+    /// Report format written to standard error when the command fails.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: ReportFormat,
+    #[command(flatten)]
+    pub rule_args: RuleArgs,
+    /// The command and its arguments, after `--`.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -98,7 +161,7 @@ pub struct ExplainArgs {
     /// `cudaErrorIllegalAddress`, "an illegal memory access was
     /// encountered", `xid 79`, `ncclSystemError`,
     /// `CUBLAS_STATUS_NOT_INITIALIZED`, a rule id.
-    #[arg(required = true, num_args = 1.., value_name = "THING")]
+    #[arg(required = true, num_args = 1.., value_name = "THING", allow_negative_numbers = true)]
     pub thing: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
@@ -128,17 +191,35 @@ pub struct AnalyzeArgs {
     /// names; a file named here is always read.
     #[arg(value_name = "PATH")]
     pub paths: Vec<String>,
-    /// Output format [default: human on a terminal, json otherwise].
-    #[arg(long, value_enum)]
-    pub format: Option<ReportFormat>,
+    /// Output format, and where it goes: `FORMAT` to standard output (or
+    /// to --output), `FORMAT=FILE` to FILE (repeatable: one to standard
+    /// output, any number to files). Formats: human, json, sarif, github,
+    /// markdown, junit, jsonl [default: human].
+    #[arg(long, value_name = "FORMAT[=FILE]", value_parser = parse_target)]
+    pub format: Vec<Target>,
+    /// Write the report that would go to standard output to FILE.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Exit with 0 even when findings reach --fail-on (a tool error is
+    /// still 2).
+    #[arg(long)]
+    pub exit_zero: bool,
+    /// The name standard input goes by in the report (locations in SARIF,
+    /// annotations); a rank in it, as in `rank3.log`, is its rank.
+    #[arg(long, value_name = "NAME")]
+    pub stdin_filename: Option<String>,
     /// Exit with 1 when a finding has at least this severity (after
     /// --baseline and --ignore) [default: error, or `fail_on` of
     /// coroner.toml].
     #[arg(long, value_name = "SEVERITY", value_parser = parse_severity)]
     pub fail_on: Option<Severity>,
     /// Print only the one-line verdict, whatever the format.
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Show everything in the human report: each finding in full, every
+    /// step, however long (it is otherwise kept no longer than the log).
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Follow one growing input (a file being written, or `-`): report
     /// each finding as it appears, and the verdict when the input ends or
     /// on Ctrl-C.
@@ -197,6 +278,30 @@ impl CoreArgs {
             debug_dirs: self.debug_dir.clone(),
         }
     }
+}
+
+/// One report of `coroner analyze`: a format and the file it goes to
+/// (`None`: standard output).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub format: ReportFormat,
+    pub file: Option<PathBuf>,
+}
+
+fn parse_target(s: &str) -> Result<Target, String> {
+    let (name, file) = match s.split_once('=') {
+        Some((name, file)) if !file.is_empty() => (name, Some(PathBuf::from(file))),
+        Some(_) => return Err(format!("`{s}` names no file after `=`")),
+        None => (s, None),
+    };
+    let format = ReportFormat::from_str(name, true).map_err(|_| {
+        let known: Vec<String> = ReportFormat::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value().map(|p| p.get_name().to_owned()))
+            .collect();
+        format!("unknown format `{name}` (one of {})", known.join(", "))
+    })?;
+    Ok(Target { format, file })
 }
 
 /// The formats of `coroner analyze`.

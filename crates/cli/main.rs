@@ -7,17 +7,25 @@ mod commands;
 mod config;
 mod exit;
 mod output;
+mod version;
 
 use clap::Parser;
 use exit::ExitCode;
 
 fn main() -> std::process::ExitCode {
     let cli = args::Cli::parse();
+    output::set_color(cli.color);
     let code = match cli.command {
         args::Command::Analyze(a) => commands::analyze::run(&a),
         args::Command::Rules(r) => commands::rules::run(&r),
         args::Command::Explain(e) => commands::explain::run(&e),
         args::Command::Baseline(args::BaselineCommand::Create(b)) => commands::baseline::create(&b),
+        args::Command::Completions { shell } => commands::completions(shell),
+        args::Command::Man => commands::man(),
+        args::Command::Run(r) => match commands::run::run(&r) {
+            commands::run::Status::Code(c) => return std::process::ExitCode::from(c),
+            commands::run::Status::Tool(code) => code,
+        },
     };
     code.into()
 }

@@ -1,7 +1,18 @@
 //! Writing to stdout and stderr; a closed pipe ends output quietly.
+//! Colour and width follow the terminal, `--color` and the usual
+//! environment variables.
 
+use crate::args::ColorChoice;
 use coroner_report::Style;
 use std::io::{self, IsTerminal, Write};
+use std::sync::OnceLock;
+
+static COLOR: OnceLock<ColorChoice> = OnceLock::new();
+
+/// Sets `--color` for the whole run (first call wins).
+pub fn set_color(choice: ColorChoice) {
+    let _ = COLOR.set(choice);
+}
 
 /// Writes `text` to stdout. Returns false only for errors other than a
 /// broken pipe (a reader that went away, as `| head` does, is fine).
@@ -18,25 +29,75 @@ pub fn eprint(text: &str) {
     let _ = io::stderr().lock().write_all(text.as_bytes());
 }
 
-/// Style for stdout: colour only on a terminal and without `NO_COLOR`.
+/// Style for stdout.
 pub fn stdout_style() -> Style {
-    style_for(io::stdout().is_terminal())
+    let terminal = io::stdout().is_terminal();
+    Style {
+        color: use_color(terminal),
+        width: width(
+            terminal
+                .then(|| terminal_size::terminal_size_of(io::stdout()))
+                .flatten(),
+        ),
+        verbose: false,
+    }
 }
 
 /// Style for stderr.
 pub fn stderr_style() -> Style {
-    style_for(io::stderr().is_terminal())
-}
-
-fn style_for(terminal: bool) -> Style {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let terminal = io::stderr().is_terminal();
     Style {
-        color: terminal && !no_color,
-        width: 80,
+        color: use_color(terminal),
+        width: width(
+            terminal
+                .then(|| terminal_size::terminal_size_of(io::stderr()))
+                .flatten(),
+        ),
+        verbose: false,
     }
 }
 
-/// Whether stdout is a terminal.
-pub fn stdout_is_terminal() -> bool {
-    io::stdout().is_terminal()
+/// Style for a file: no colour, the terminal's width when there is one.
+pub fn file_style() -> Style {
+    Style {
+        color: false,
+        width: width(terminal_size::terminal_size_of(io::stdout())),
+        verbose: false,
+    }
+}
+
+/// Whether to colour output going to a terminal (`terminal`) or not:
+/// `--color always|never` decides; otherwise `NO_COLOR` turns colour off,
+/// `CLICOLOR_FORCE` or `FORCE_COLOR` turn it on even in a pipe, and a
+/// terminal gets colour unless `TERM=dumb`.
+fn use_color(terminal: bool) -> bool {
+    match COLOR.get().copied().unwrap_or(ColorChoice::Auto) {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            if anstyle_query::no_color() {
+                false
+            } else if anstyle_query::clicolor_force() || force_color() {
+                true
+            } else {
+                terminal && anstyle_query::term_supports_color()
+            }
+        }
+    }
+}
+
+/// `FORCE_COLOR` set to anything but empty, `0` or `false`.
+fn force_color() -> bool {
+    std::env::var("FORCE_COLOR").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
+}
+
+/// The width to wrap at: the terminal's, else `COLUMNS`, else 80, kept
+/// between 40 and 200 columns.
+fn width(terminal: Option<(terminal_size::Width, terminal_size::Height)>) -> usize {
+    let columns = terminal.map(|(w, _)| usize::from(w.0)).or_else(|| {
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+    });
+    columns.unwrap_or(80).clamp(40, 200)
 }

@@ -1,6 +1,7 @@
 //! Embeds every `rules/**/*.toml` file of the repository into the crate, so
 //! the binary carries its built-in rules and works from any directory.
 
+use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::{env, fs};
@@ -28,6 +29,19 @@ fn main() {
     collect(&root, &mut files);
     files.sort();
     let mut code = String::from("/// Built-in rule files: (path relative to the repository, contents).\npub static BUILTIN_RULES: &[(&str, &str)] = &[\n");
+    // The rule pack's version: a digest of every file's path and contents.
+    let mut digest = Sha256::new();
+    for file in &files {
+        let rel = file.strip_prefix(manifest.join("../..")).unwrap_or(file);
+        digest.update(rel.to_string_lossy().as_bytes());
+        digest.update([0]);
+        digest.update(fs::read(file).unwrap_or_default());
+        digest.update([0]);
+    }
+    let digest: String = digest.finalize()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     for file in &files {
         println!("cargo:rerun-if-changed={}", file.display());
         let rel = file.strip_prefix(manifest.join("../..")).unwrap_or(file);
@@ -41,6 +55,10 @@ fn main() {
         );
     }
     code.push_str("];\n");
+    let _ = writeln!(
+        code,
+        "/// The built-in rule pack's version: a digest of its files.\npub const BUILTIN_DIGEST: &str = {digest:?};"
+    );
     let out = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default()).join("builtin_rules.rs");
     if let Err(e) = fs::write(&out, code) {
         panic!("cannot write {}: {e}", out.display());

@@ -57,6 +57,15 @@ pub struct Options<'a> {
     /// The `--include` and `--exclude` globs for the files of walked
     /// directories; `None` for none.
     pub selection: Option<&'a Selection>,
+    /// The name standard input goes by in the report (`--stdin-filename`),
+    /// instead of `-`; a rank in it (`rank3.log`) is the input's rank.
+    pub stdin_name: Option<&'a str>,
+    /// Names for files given as paths: `(path, name)` shows the file at
+    /// `path` as `name` (a temporary copy of a command's output).
+    pub file_names: &'a [(std::path::PathBuf, String)],
+    /// Told, while following, what a person watching should know (a file
+    /// truncated or replaced and read again from the start).
+    pub on_notice: Option<&'a (dyn Fn(&str) + Sync)>,
 }
 
 impl std::fmt::Debug for Options<'_> {
@@ -66,6 +75,9 @@ impl std::fmt::Debug for Options<'_> {
             .field("on_finding", &self.on_finding.is_some())
             .field("host_core", &self.host_core)
             .field("selection", &self.selection)
+            .field("stdin_name", &self.stdin_name)
+            .field("file_names", &self.file_names)
+            .field("on_notice", &self.on_notice.is_some())
             .finish()
     }
 }
@@ -80,7 +92,21 @@ pub fn analyze(paths: &[String], rules: &RuleSet) -> Report {
 pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> Report {
     let started = Instant::now();
     let no_selection = Selection::default();
-    let discovery = discover(paths, options.selection.unwrap_or(&no_selection));
+    let mut discovery = discover(paths, options.selection.unwrap_or(&no_selection));
+    for input in &mut discovery.inputs {
+        let name = match &input.source {
+            coroner_ingest::InputSource::Stdin => options.stdin_name,
+            coroner_ingest::InputSource::File(path) => options
+                .file_names
+                .iter()
+                .find(|(p, _)| p == path)
+                .map(|(_, name)| name.as_str()),
+        };
+        if let Some(name) = name {
+            input.display = coroner_model::inert(name).into_owned();
+            input.rank = coroner_ingest::rank_from_path(std::path::Path::new(name));
+        }
+    }
     let mut inputs = Vec::new();
     let mut table = FindingTable::default();
     for (path, why) in &discovery.errors {
@@ -277,9 +303,12 @@ fn analyze_input(
                     let live = options.follow.is_some();
                     let reader: Box<dyn std::io::Read + Send> =
                         match (options.follow, &input.source) {
-                            (Some(stop), InputSource::File(_)) => {
-                                Box::new(Follow::new(opened.reader, stop))
-                            }
+                            (Some(stop), InputSource::File(_)) => Box::new(Follow::file(
+                                opened.reader,
+                                input,
+                                stop,
+                                options.on_notice.unwrap_or(&|_| {}),
+                            )),
                             // Reading a pipe or decompressing costs time the scan
                             // would wait for: read ahead on another thread.
                             (None, InputSource::Stdin) => Box::new(Prefetch::new(opened.reader)),

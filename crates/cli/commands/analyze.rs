@@ -1,5 +1,5 @@
 use super::baseline::{self, Baseline};
-use crate::args::{AnalyzeArgs, ReportFormat};
+use crate::args::{AnalyzeArgs, ReportFormat, Target};
 use crate::config;
 use crate::exit::ExitCode;
 use crate::output;
@@ -12,13 +12,35 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Set on Ctrl-C while following: the input then counts as ended.
 static STOP: AtomicBool = AtomicBool::new(false);
 
-/// Whether `paths` can be followed: one file, or standard input.
+/// Whether `paths` can be followed: one file, or standard input. A file
+/// that does not exist yet is waited for (as `tail -F` does), until it
+/// appears or Ctrl-C.
 fn followable(paths: &[String]) -> Result<(), String> {
-    match paths {
-        [one] if one == "-" || std::path::Path::new(one).is_file() => Ok(()),
-        [one] => Err(format!("needs a file or `-`, and `{one}` is not a file")),
-        _ => Err("follows one input at a time".to_owned()),
+    let one = match paths {
+        [one] => one,
+        _ => return Err("follows one input at a time".to_owned()),
+    };
+    let path = std::path::Path::new(one);
+    if one == "-" || path.is_file() {
+        return Ok(());
     }
+    if path.exists() {
+        return Err(format!(
+            "needs a file or `-`, and `{}` is not a file",
+            shown_path(path)
+        ));
+    }
+    output::eprint(&format!(
+        "coroner: waiting for {} to appear\n",
+        shown_path(path)
+    ));
+    while !path.exists() {
+        if STOP.load(Ordering::Relaxed) {
+            return Err(format!("stopped before {} appeared", shown_path(path)));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    Ok(())
 }
 
 pub fn run(args: &AnalyzeArgs) -> ExitCode {
@@ -61,19 +83,35 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
     let Some(paths) = super::input_paths(&args.paths, "analyse", "analyze") else {
         return ExitCode::ToolError;
     };
-    let format = args.format.unwrap_or(if output::stdout_is_terminal() {
-        ReportFormat::Human
-    } else {
-        ReportFormat::Json
-    });
+    let targets = match targets(args) {
+        Ok(t) => t,
+        Err(msg) => {
+            output::eprint(&format!("coroner: {msg}\n"));
+            return ExitCode::ToolError;
+        }
+    };
+    // The report shown as findings arrive: the one on standard output.
+    let format = targets
+        .iter()
+        .find(|t| t.to_stdout)
+        .map_or(ReportFormat::Human, |t| t.format);
     if args.follow {
+        // Ctrl-C ends following; the verdict is still printed.
+        let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
         if let Err(msg) = followable(&paths) {
             output::eprint(&format!("coroner: --follow {msg}\n"));
             return ExitCode::ToolError;
         }
-        // Ctrl-C ends following; the verdict is still printed.
-        let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) && !args.quiet {
+            let what = paths
+                .first()
+                .map_or("-".to_owned(), |p| coroner_model::inert(p).into_owned());
+            output::eprint(&format!(
+                "coroner: watching {what} (Ctrl-C for the verdict)\n"
+            ));
+        }
     }
+    let notice = |msg: &str| output::eprint(&format!("coroner: {msg}\n"));
     // Findings are announced as soon as they are seen in JSON Lines, and
     // as one line each in the human format while following.
     let announce = |f: &Finding| {
@@ -89,6 +127,7 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
         output::print(&line);
     };
     let streaming = !args.quiet
+        && args.output.is_none()
         && (format == ReportFormat::Jsonl || (args.follow && format == ReportFormat::Human));
     let host_core = args.core_args.options();
     let options = coroner_analyze::Options {
@@ -96,6 +135,9 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
         on_finding: streaming.then_some(&announce as &(dyn Fn(&Finding) + Sync)),
         host_core: Some(&host_core),
         selection: Some(&selection),
+        stdin_name: args.stdin_filename.as_deref(),
+        file_names: &[],
+        on_notice: Some(&notice),
     };
     let mut report = coroner_analyze::analyze_with(&paths, &rules, options);
     if !args.quiet {
@@ -125,44 +167,124 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
     // The human report lists input errors itself; with any other output
     // they are also said on standard error, where a person sees them.
     if args.quiet || format != ReportFormat::Human {
-        for input in &report.inputs {
-            for e in &input.errors {
-                let at = e
-                    .offset
-                    .map(|o| format!(" (at byte {o})"))
-                    .unwrap_or_default();
-                output::eprint(&format!(
-                    "coroner: warning: {}: {}{at}\n",
-                    input.path, e.message
-                ));
+        print_input_errors(&report, "warning");
+    }
+    // Nothing could be read: the errors say why, and there is no report
+    // to print (a verdict of `unknown` would read as a healthy log).
+    if report.nothing_analysed() && !args.quiet && format == ReportFormat::Human {
+        print_input_errors(&report, "error");
+        return ExitCode::ToolError;
+    }
+    let mut write_failed = false;
+    for target in &targets {
+        let text = if args.quiet && target.to_stdout {
+            let mut line = coroner_report::verdict(&report);
+            line.push('\n');
+            line
+        } else {
+            let style = coroner_report::Style {
+                verbose: args.verbose,
+                ..match &target.file {
+                    None => output::stdout_style(),
+                    Some(_) => output::file_style(),
+                }
+            };
+            render(target.format, &report, &base, fail_on, style)
+        };
+        match &target.file {
+            None => write_failed |= !output::print(&text),
+            Some(file) => {
+                if let Err(e) = std::fs::write(file, text) {
+                    output::eprint(&format!(
+                        "coroner: cannot write {}: {e}\n",
+                        shown_path(file)
+                    ));
+                    write_failed = true;
+                }
             }
         }
     }
-    let text = if args.quiet {
-        let mut line = coroner_report::verdict(&report);
-        line.push('\n');
-        line
-    } else {
-        match format {
-            ReportFormat::Human => coroner_report::human::render(&report, output::stdout_style()),
-            ReportFormat::Json => coroner_report::json::render(&report),
-            ReportFormat::Sarif => coroner_report::sarif::render(&report, &base),
-            ReportFormat::Github => coroner_report::github::render(&report, &base),
-            ReportFormat::Markdown => coroner_report::markdown::render(&report),
-            ReportFormat::Junit => coroner_report::junit::render(&report, fail_on),
-            ReportFormat::Jsonl => coroner_report::jsonl::verdict(&report),
-        }
-    };
-    if !output::print(&text) {
+    if write_failed {
         return ExitCode::ToolError;
     }
     // An input that could not be read is reported with the rest; the run
     // fails as a whole only when nothing at all could be analysed.
     if report.nothing_analysed() {
         ExitCode::ToolError
-    } else if report.max_severity().is_some_and(|s| s >= fail_on) {
+    } else if !args.exit_zero && report.max_severity().is_some_and(|s| s >= fail_on) {
         ExitCode::Findings
     } else {
         ExitCode::Clean
+    }
+}
+
+/// One report to write: its format, and its file or standard output.
+struct Output {
+    format: ReportFormat,
+    file: Option<std::path::PathBuf>,
+    /// Standard output's report (written to `--output` when given).
+    to_stdout: bool,
+}
+
+/// The reports to write: every `--format FORMAT=FILE`, and one for
+/// standard output (or `--output`): the `--format` without a file, or the
+/// human report.
+fn targets(args: &AnalyzeArgs) -> Result<Vec<Output>, String> {
+    let to_stdout: Vec<&Target> = args.format.iter().filter(|t| t.file.is_none()).collect();
+    if to_stdout.len() > 1 {
+        return Err(
+            "--format: only one report can go to standard output; name a file for the others (`--format sarif=coroner.sarif`)"
+                .to_owned(),
+        );
+    }
+    let stdout_format = to_stdout.first().map_or(ReportFormat::Human, |t| t.format);
+    let mut all = vec![Output {
+        format: stdout_format,
+        file: args.output.clone(),
+        to_stdout: true,
+    }];
+    for target in args.format.iter().filter(|t| t.file.is_some()) {
+        all.push(Output {
+            format: target.format,
+            file: target.file.clone(),
+            to_stdout: false,
+        });
+    }
+    Ok(all)
+}
+
+fn render(
+    format: ReportFormat,
+    report: &coroner_model::Report,
+    base: &PathBase,
+    fail_on: Severity,
+    style: coroner_report::Style,
+) -> String {
+    match format {
+        ReportFormat::Human => coroner_report::human::render(report, style),
+        ReportFormat::Json => coroner_report::json::render(report),
+        ReportFormat::Sarif => coroner_report::sarif::render_with_fingerprints(report, base, |f| {
+            Some(super::baseline::fingerprint(f))
+        }),
+        ReportFormat::Github => coroner_report::github::render(report, base),
+        ReportFormat::Markdown => coroner_report::markdown::render(report),
+        ReportFormat::Junit => coroner_report::junit::render(report, fail_on),
+        ReportFormat::Jsonl => coroner_report::jsonl::verdict(report),
+    }
+}
+
+/// Says on standard error which inputs could not be read, and why.
+fn print_input_errors(report: &coroner_model::Report, level: &str) {
+    for input in &report.inputs {
+        for e in &input.errors {
+            let at = e
+                .offset
+                .map(|o| format!(" (at byte {o})"))
+                .unwrap_or_default();
+            output::eprint(&format!(
+                "coroner: {level}: {}: {}{at}\n",
+                input.path, e.message
+            ));
+        }
     }
 }

@@ -2,6 +2,7 @@ pub mod analyze;
 pub mod baseline;
 pub mod explain;
 pub mod rules;
+pub mod run;
 
 use crate::args::RuleArgs;
 use crate::output;
@@ -58,4 +59,30 @@ pub fn input_paths(paths: &[String], what: &str, command: &str) -> Option<Vec<St
         return None;
     }
     Some(vec!["-".to_owned()])
+}
+
+/// `coroner completions SHELL`: the completion script on stdout.
+pub fn completions(shell: clap_complete::Shell) -> crate::exit::ExitCode {
+    let mut cmd = <crate::args::Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "coroner", &mut out);
+    print_bytes(&out)
+}
+
+/// `coroner man`: the manual page (roff) on stdout.
+pub fn man() -> crate::exit::ExitCode {
+    let cmd = <crate::args::Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    if clap_mangen::Man::new(cmd).render(&mut out).is_err() {
+        return crate::exit::ExitCode::ToolError;
+    }
+    print_bytes(&out)
+}
+
+fn print_bytes(bytes: &[u8]) -> crate::exit::ExitCode {
+    if output::print(&String::from_utf8_lossy(bytes)) {
+        crate::exit::ExitCode::Clean
+    } else {
+        crate::exit::ExitCode::ToolError
+    }
 }

@@ -15,6 +15,8 @@ pub enum EntryKind {
     CublasStatus,
     /// A cuDNN `cudnnStatus_t`.
     CudnnStatus,
+    /// A POSIX signal that killed a process (and Slurm's SIG_OOM).
+    Signal,
     /// A coroner rule.
     Rule,
 }
@@ -28,6 +30,7 @@ impl EntryKind {
             EntryKind::NcclResult => "NCCL result",
             EntryKind::CublasStatus => "cuBLAS status",
             EntryKind::CudnnStatus => "cuDNN status",
+            EntryKind::Signal => "signal",
             EntryKind::Rule => "coroner rule",
         }
     }

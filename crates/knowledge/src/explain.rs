@@ -36,6 +36,14 @@ impl Knowledge {
                 extra,
             );
         }
+        if let Some(signal) = signal_number(q) {
+            return found(
+                all().filter(|e| e.kind == EntryKind::Signal && e.code == Some(signal)),
+                q,
+                self,
+                extra,
+            );
+        }
         let by_name: Vec<Entry> = all()
             .filter(|e| e.names.iter().any(|n| n.eq_ignore_ascii_case(q)))
             .cloned()
@@ -44,12 +52,18 @@ impl Knowledge {
             return Answer::Found(by_name);
         }
         if let Ok(code) = q.parse::<i64>() {
-            return found(
-                all().filter(|e| e.kind == EntryKind::CudaError && e.code == Some(code)),
-                q,
-                self,
-                extra,
-            );
+            let cuda = all().filter(|e| e.kind == EntryKind::CudaError && e.code == Some(code));
+            if cuda.clone().next().is_none() && (129..=192).contains(&code) {
+                // A shell's, a batch script's or a container's exit status
+                // 128 + N: killed by signal N.
+                return found(
+                    all().filter(|e| e.kind == EntryKind::Signal && e.code == Some(code - 128)),
+                    q,
+                    self,
+                    extra,
+                );
+            }
+            return found(cuda, q, self, extra);
         }
         let lower = q.to_ascii_lowercase();
         let exact: Vec<Entry> = all()
@@ -104,6 +118,31 @@ fn found<'a>(
     } else {
         Answer::Found(list)
     }
+}
+
+/// The signal a query names as such: `-9` (Python's and torchrun's
+/// exit code), `0:9` or `0:125` (Slurm's ExitCode: exit code, then
+/// signal; `137:0`, an exit status with no signal, is read as 128 + N),
+/// `signal 9`, `sig 9`. A bare number is not one (it is a
+/// CUDA code first).
+fn signal_number(q: &str) -> Option<i64> {
+    let lower = q.to_ascii_lowercase();
+    if let Some(n) = lower.strip_prefix('-') {
+        return n.parse().ok().filter(|n| (1..=64).contains(n));
+    }
+    if let Some((code, signal)) = lower.split_once(':') {
+        let code: i64 = code.trim().parse().ok()?;
+        let signal: i64 = signal.trim().parse().ok()?;
+        return match signal {
+            0 if (129..=192).contains(&code) => Some(code - 128),
+            0 => None,
+            s => Some(s),
+        };
+    }
+    let rest = lower
+        .strip_prefix("signal")
+        .or_else(|| lower.strip_prefix("sig"))?;
+    rest.trim_start_matches([' ', ':', '-', '#']).parse().ok()
 }
 
 /// `xid 79`, `Xid79`, `XID: 79`, `xid-79`.

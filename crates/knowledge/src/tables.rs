@@ -10,6 +10,7 @@ const CUDA_TABLE: &str = include_str!("../../../knowledge/cuda_error_table.tsv")
 const CUDA_NOTES: &str = include_str!("../../../knowledge/cuda-errors.toml");
 const XIDS: &str = include_str!("../../../knowledge/xid.toml");
 const NCCL: &str = include_str!("../../../knowledge/nccl-results.toml");
+const SIGNALS: &str = include_str!("../../../knowledge/signals.toml");
 const CUBLAS: &str = include_str!("../../../knowledge/cublas-status.toml");
 const CUDNN: &str = include_str!("../../../knowledge/cudnn-status.toml");
 
@@ -118,6 +119,7 @@ impl Knowledge {
             EntryKind::CudnnStatus,
             "cudnn-status.toml",
         )?);
+        entries.extend(status_entries(SIGNALS, EntryKind::Signal, "signals.toml")?);
         Ok(Knowledge { entries })
     }
 

@@ -79,6 +79,18 @@ fn entry(out: &mut String, e: &Entry, style: Style) {
     if let Some(message) = e.message.as_ref().filter(|_| e.kind != EntryKind::Xid) {
         wrap_into(out, &format!("message: {message}"), "  ", "    ", w);
     }
+    if let Some(n) = e.code.filter(|n| e.kind == EntryKind::Signal && *n <= 64) {
+        wrap_into(
+            out,
+            &format!(
+                "seen as: exit status {} (shell, Slurm batch script, Kubernetes), exitcode -{n} (Python, torchrun), ExitCode 0:{n} (sacct)",
+                128 + n
+            ),
+            "  ",
+            "    ",
+            w,
+        );
+    }
     out.push('\n');
     wrap_into(out, &e.summary, "  ", "  ", w);
     if !e.causes.is_empty() && e.causes.iter().all(|c| !c.contains(' ')) {

@@ -11,8 +11,62 @@ use coroner_model::{Category, Finding, Report, Severity};
 use miette::{Diagnostic, LabeledSpan, SourceCode};
 use std::fmt::{self, Write as _};
 
-/// Renders `report` for a terminal or a log.
+/// Reports of text logs are at most as long as the logs they explain, or
+/// one screen for a shorter log.
+const SHORTEST_CAP: usize = 20;
+
+/// Renders `report` for a terminal or a log. Unless `style.verbose`, a
+/// report of text logs is no longer than the logs (or [`SHORTEST_CAP`]
+/// lines): the root cause, its next step and evidence first, the rest cut
+/// with a line saying so.
 pub fn render(report: &Report, style: Style) -> String {
+    let full = render_full(report, style, false);
+    let Some(cap) = line_cap(report).filter(|_| !style.verbose) else {
+        return full;
+    };
+    if full.lines().count() <= cap {
+        return full;
+    }
+    let brief = render_full(report, style, true);
+    let mut lines: Vec<&str> = brief.lines().collect();
+    if lines.len() > cap {
+        let cut = lines.len() - (cap - 1);
+        lines.truncate(cap - 1);
+        while lines.last().is_some_and(|l| l.trim().is_empty()) {
+            lines.pop();
+        }
+        let mut out = lines.join("\n");
+        let _ = write!(
+            out,
+            "\n… {cut} more line(s) of report: `coroner analyze -v` shows everything.\n"
+        );
+        return out;
+    }
+    brief
+}
+
+/// The most lines a report may have: the lines of its text inputs, when
+/// every input read is text; `None` when a dump or core was read.
+fn line_cap(report: &Report) -> Option<usize> {
+    let read: Vec<_> = report
+        .inputs
+        .iter()
+        .filter(|i| i.errors.is_empty() || i.lines > 0)
+        .collect();
+    if read.is_empty() || read.iter().any(|i| i.lines == 0) {
+        return None;
+    }
+    let lines: u64 = read.iter().map(|i| i.lines).sum();
+    Some(
+        usize::try_from(lines)
+            .unwrap_or(usize::MAX)
+            .max(SHORTEST_CAP),
+    )
+}
+
+/// The report; `compact` shows the evidence as one line, no traceback
+/// and the first two steps only.
+fn render_full(report: &Report, style: Style, compact: bool) -> String {
     let mut out = String::new();
     let root = &report.root_cause;
     let paint = Paint(style.color);
@@ -59,7 +113,9 @@ pub fn render(report: &Report, style: Style) -> String {
             style.width,
         );
     }
-    if let Some(finding) = primary {
+    if let (Some(finding), true) = (primary, compact) {
+        write_compact_evidence(&mut out, finding, root, style);
+    } else if let Some(finding) = primary {
         out.push('\n');
         out.push_str(&diagnostic::render(
             &FindingDiagnostic::new(finding, style.width),
@@ -85,7 +141,7 @@ pub fn render(report: &Report, style: Style) -> String {
             }
         }
     }
-    if !report.unread.is_empty() {
+    if !report.unread.is_empty() && !compact {
         let _ = writeln!(
             out,
             "\n{}",
@@ -145,7 +201,95 @@ pub fn announcement(f: &Finding) -> String {
     )
 }
 
+/// The root cause's evidence line and its first steps, for a short log.
+fn write_compact_evidence(
+    out: &mut String,
+    f: &Finding,
+    root: &coroner_model::RootCause,
+    style: Style,
+) {
+    let paint = Paint(style.color);
+    if let Some(e) = f.evidence.first() {
+        // The line where it is, then its text in at most three lines: the
+        // log is short and at hand.
+        let _ = writeln!(out, "  {} {}:{}", paint.bold("Evidence:"), e.input, e.line);
+        let mut text = String::new();
+        wrap_into(
+            &mut text,
+            e.text.trim(),
+            "    ",
+            "    ",
+            style.width.saturating_sub(2),
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().take(3).enumerate() {
+            let more = if i == 2 && lines.len() > 3 {
+                " …"
+            } else {
+                ""
+            };
+            let _ = writeln!(out, "{line}{more}");
+        }
+    }
+    if !root.remediation.is_empty() {
+        let _ = writeln!(out, "\n{}", paint.bold("What to do:"));
+        for (i, step) in root.remediation.iter().take(2).enumerate() {
+            let first = format!("  {}. ", i + 1);
+            let rest = " ".repeat(first.len());
+            wrap_into(out, step, &first, &rest, style.width);
+        }
+        if root.remediation.len() > 2 {
+            let _ = writeln!(
+                out,
+                "  ({} more step(s) with -v)",
+                root.remediation.len() - 2
+            );
+        }
+    }
+}
+
+/// What a secondary finding is to the incident: a `consequence` of
+/// another finding (the cascade explains it), else its role.
+fn relation(f: &Finding) -> &'static str {
+    if f.explained_by.is_some() {
+        "consequence"
+    } else {
+        f.role.as_str()
+    }
+}
+
+/// One line: `error nccl-watchdog-timeout ×6 rank 0  consequence  console.log:196`.
+fn write_secondary_line(out: &mut String, f: &Finding, style: Style) {
+    let paint = Paint(style.color);
+    let count = if f.count > 1 {
+        format!(" ×{}", f.count)
+    } else {
+        String::new()
+    };
+    let rank = f.rank.map(|r| format!(" rank {r}")).unwrap_or_default();
+    let head = format!("{}{count}{rank}  {}", f.rule, relation(f));
+    let at = format!("{}:{}", f.first_seen.input, f.first_seen.line);
+    let severity = f.severity.as_str();
+    // The location on the same line when it fits, else under it.
+    let fits =
+        2 + severity.len() + 1 + head.chars().count() + 2 + at.chars().count() <= style.width;
+    let sep = if fits {
+        "  ".to_owned()
+    } else {
+        "\n      ".to_owned()
+    };
+    let _ = writeln!(
+        out,
+        "  {} {head}{sep}{at}",
+        paint.severity(Some(f.severity), severity)
+    );
+}
+
 fn write_secondary(out: &mut String, f: &Finding, style: Style) {
+    if !style.verbose {
+        write_secondary_line(out, f, style);
+        return;
+    }
     let paint = Paint(style.color);
     let count = if f.count > 1 {
         format!(" ×{}", f.count)
@@ -159,7 +303,7 @@ fn write_secondary(out: &mut String, f: &Finding, style: Style) {
         paint.severity(Some(f.severity), f.severity.as_str()),
         f.rule,
         f.category,
-        f.role.as_str()
+        relation(f)
     );
     wrap_into(out, &f.message, "      ", "      ", style.width);
     let _ = writeln!(out, "      at {}:{}", f.first_seen.input, f.first_seen.line);

@@ -7,7 +7,8 @@
 //! or above the `--fail-on` threshold gets a `<failure>` (message: the
 //! finding's message; body: its evidence); the others pass, with their
 //! message and evidence in `<system-out>`. An input that could not be read
-//! in full is a test case with an `<error>`.
+//! in full is a test case with an `<error>`. A run with neither is one
+//! passing test case, `root-cause`, holding the verdict.
 
 use crate::root_finding;
 use coroner_model::{Finding, Report, Severity};
@@ -98,7 +99,18 @@ pub fn render(report: &Report, fail_on: Severity) -> String {
             escape_text(&text.join("\n"))
         );
     }
-    let tests = groups.len() + errors;
+    // A report with no test case fails Jenkins' `junit` step: a run with
+    // nothing to report is one passing case, the verdict.
+    let mut verdict_case = 0usize;
+    if groups.is_empty() && errors == 0 {
+        verdict_case = 1;
+        let _ = writeln!(
+            cases,
+            "    <testcase classname=\"coroner\" name=\"root-cause\">\n      <system-out>{}</system-out>\n    </testcase>",
+            escape_text(&crate::verdict(report))
+        );
+    }
+    let tests = groups.len() + errors + verdict_case;
     let seconds = report.stats.elapsed_ms as f64 / 1000.0;
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(

@@ -39,6 +39,9 @@ pub struct Style {
     pub color: bool,
     /// Wrap at this many columns.
     pub width: usize,
+    /// Show everything: every finding in full, every step, however long
+    /// the report gets.
+    pub verbose: bool,
 }
 
 impl Default for Style {
@@ -46,6 +49,7 @@ impl Default for Style {
         Style {
             color: false,
             width: 80,
+            verbose: false,
         }
     }
 }

@@ -6,7 +6,10 @@
 //! with one location per evidence line. The root cause's result comes first
 //! and carries `properties.rootCause = true`. Artifact URIs are relative to
 //! the [`PathBase`] (forward slashes, percent-encoded), or absolute `file:`
-//! URIs for inputs outside it; standard input has no location.
+//! URIs for inputs outside it, and `stdin` for standard input (named by
+//! `--stdin-filename` when given): every result has a location. A
+//! consequence of another finding is a `note` whose `relatedLocations`
+//! point at the finding that explains it.
 
 use crate::{root_finding, PathBase};
 use coroner_model::{Finding, Report, Severity};
@@ -18,7 +21,27 @@ pub const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 /// Renders `report` as a SARIF 2.1.0 log, pretty-printed, with a trailing
 /// newline.
 pub fn render(report: &Report, base: &PathBase) -> String {
-    let mut out = serde_json::to_string_pretty(&log(report, base))
+    render_with_fingerprints(report, base, |_| None)
+}
+
+/// [`render`], with each result's `partialFingerprints` from
+/// `fingerprint` (the baseline's fingerprint of a finding, stable across
+/// runs of the same failure), so that code scanning tracks an alert over
+/// runs.
+pub fn render_with_fingerprints(
+    report: &Report,
+    base: &PathBase,
+    fingerprint: impl Fn(&Finding) -> Option<String>,
+) -> String {
+    let mut log = log(report, base);
+    if let Some(results) = log["runs"][0]["results"].as_array_mut() {
+        for (result, f) in results.iter_mut().zip(&report.findings) {
+            if let Some(fp) = fingerprint(f) {
+                result["partialFingerprints"] = json!({ "coronerFinding/v1": fp });
+            }
+        }
+    }
+    let mut out = serde_json::to_string_pretty(&log)
         .unwrap_or_else(|e| format!("{{\"error\":\"cannot serialise SARIF: {e}\"}}"));
     out.push('\n');
     out
@@ -50,7 +73,26 @@ pub fn log(report: &Report, base: &PathBase) -> Value {
         .enumerate()
         .map(|(i, f)| {
             let index = rule_ids.iter().position(|r| *r == f.rule).unwrap_or(0);
-            result(f, index, i == 0 && root.is_some(), base)
+            let explainer = f
+                .explained_by
+                .as_deref()
+                .and_then(|rule| report.findings.iter().find(|g| g.rule == rule));
+            let mut r = result(f, index, i == 0 && root.is_some(), base);
+            if let Some(cause) = explainer {
+                // A consequence is not another error to fix.
+                r["level"] = json!("note");
+                r["relatedLocations"] = json!([{
+                    "id": 0,
+                    "physicalLocation": location(&cause.first_seen.input, cause.first_seen.line, None, base)["physicalLocation"],
+                    "message": {"text": format!("explained by {}: {}", cause.rule, non_empty(&cause.message, &cause.title))},
+                }]);
+                r["message"]["text"] = json!(format!(
+                    "{} (a consequence of [{}](0))",
+                    non_empty(&f.message, &f.title),
+                    cause.rule
+                ));
+            }
+            r
         })
         .collect();
     let root_cause = &report.root_cause;
@@ -136,26 +178,39 @@ fn rule(f: &Finding) -> Value {
     })
 }
 
+/// The artifact URI of an input: relative to the base, a `file:` URI
+/// outside it, and `stdin` for standard input (code scanning rejects a
+/// result without a location; `--stdin-filename` names it better).
+fn artifact_uri(input: &str, base: &PathBase) -> String {
+    match base.relative(input) {
+        Some(Ok(rel)) => encode_path(&rel),
+        Some(Err(abs)) => file_uri(&abs),
+        None => "stdin".to_owned(),
+    }
+}
+
+fn location(input: &str, line: u64, snippet: Option<&str>, base: &PathBase) -> Value {
+    let mut region = json!({"startLine": line.max(1)});
+    if let Some(text) = snippet {
+        region["snippet"] = json!({"text": text});
+    }
+    json!({
+        "physicalLocation": {
+            "artifactLocation": {"uri": artifact_uri(input, base)},
+            "region": region,
+        }
+    })
+}
+
 fn result(f: &Finding, rule_index: usize, is_root: bool, base: &PathBase) -> Value {
-    let locations: Vec<Value> = f
+    let mut locations: Vec<Value> = f
         .evidence
         .iter()
-        .filter_map(|e| {
-            let uri = match base.relative(&e.input)? {
-                Ok(rel) => encode_path(&rel),
-                Err(abs) => file_uri(&abs),
-            };
-            Some(json!({
-                "physicalLocation": {
-                    "artifactLocation": {"uri": uri},
-                    "region": {
-                        "startLine": e.line.max(1),
-                        "snippet": {"text": e.text},
-                    }
-                }
-            }))
-        })
+        .map(|e| location(&e.input, e.line, Some(&e.text), base))
         .collect();
+    if locations.is_empty() {
+        locations.push(location(&f.first_seen.input, f.first_seen.line, None, base));
+    }
     let mut properties = Map::new();
     properties.insert("count".into(), json!(f.count));
     properties.insert("rank".into(), json!(f.rank));
@@ -172,9 +227,7 @@ fn result(f: &Finding, rule_index: usize, is_root: bool, base: &PathBase) -> Val
         "message": {"text": non_empty(&f.message, &f.title)},
         "properties": properties,
     });
-    if !locations.is_empty() {
-        result["locations"] = Value::Array(locations);
-    }
+    result["locations"] = Value::Array(locations);
     result
 }
 

@@ -38,4 +38,4 @@ pub use error::{RuleError, RuleErrorKind};
 pub use matcher::{Line, Match, MatchedLine, Scanner};
 pub use rule::{parse_rule, parse_rule_with, Compile, Rule};
 pub use schema::ExampleSpec;
-pub use set::{RuleSet, RuleSources, BUILTIN_RULES};
+pub use set::{RuleSet, RuleSources, BUILTIN_DIGEST, BUILTIN_RULES};
