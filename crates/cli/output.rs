@@ -32,27 +32,24 @@ pub fn eprint(text: &str) {
 /// Style for stdout.
 pub fn stdout_style() -> Style {
     let terminal = io::stdout().is_terminal();
-    Style {
-        color: use_color(terminal),
-        width: width(
-            terminal
-                .then(|| terminal_size::terminal_size_of(io::stdout()))
-                .flatten(),
-        ),
-        verbose: false,
-    }
+    terminal_style(terminal, || terminal_size::terminal_size_of(io::stdout()))
 }
 
 /// Style for stderr.
 pub fn stderr_style() -> Style {
     let terminal = io::stderr().is_terminal();
+    terminal_style(terminal, || terminal_size::terminal_size_of(io::stderr()))
+}
+
+/// The style of a stream that is a terminal (`terminal`) or not, whose
+/// size `size` reads.
+fn terminal_style(
+    terminal: bool,
+    size: impl FnOnce() -> Option<(terminal_size::Width, terminal_size::Height)>,
+) -> Style {
     Style {
         color: use_color(terminal),
-        width: width(
-            terminal
-                .then(|| terminal_size::terminal_size_of(io::stderr()))
-                .flatten(),
-        ),
+        width: width(terminal.then(size).flatten()),
         verbose: false,
     }
 }

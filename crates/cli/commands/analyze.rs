@@ -277,13 +277,10 @@ fn render(
 fn print_input_errors(report: &coroner_model::Report, level: &str) {
     for input in &report.inputs {
         for e in &input.errors {
-            let at = e
-                .offset
-                .map(|o| format!(" (at byte {o})"))
-                .unwrap_or_default();
             output::eprint(&format!(
-                "coroner: {level}: {}: {}{at}\n",
-                input.path, e.message
+                "coroner: {level}: {}: {}\n",
+                input.path,
+                e.located()
             ));
         }
     }

@@ -217,6 +217,16 @@ pub struct InputError {
     pub offset: Option<u64>,
 }
 
+impl InputError {
+    /// The message, with the offset when there is one: `truncated (at byte 42)`.
+    pub fn located(&self) -> String {
+        match self.offset {
+            Some(o) => format!("{} (at byte {o})", self.message),
+            None => self.message.clone(),
+        }
+    }
+}
+
 /// One input as read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputSummary {

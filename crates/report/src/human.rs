@@ -259,15 +259,20 @@ fn relation(f: &Finding) -> &'static str {
 }
 
 /// One line: `error nccl-watchdog-timeout ×6 rank 0  consequence  console.log:196`.
-fn write_secondary_line(out: &mut String, f: &Finding, style: Style) {
-    let paint = Paint(style.color);
+/// ` ×6 rank 0`: how often, and where, when there is something to say.
+fn count_and_rank(f: &Finding) -> String {
     let count = if f.count > 1 {
         format!(" ×{}", f.count)
     } else {
         String::new()
     };
     let rank = f.rank.map(|r| format!(" rank {r}")).unwrap_or_default();
-    let head = format!("{}{count}{rank}  {}", f.rule, relation(f));
+    format!("{count}{rank}")
+}
+
+fn write_secondary_line(out: &mut String, f: &Finding, style: Style) {
+    let paint = Paint(style.color);
+    let head = format!("{}{}  {}", f.rule, count_and_rank(f), relation(f));
     let at = format!("{}:{}", f.first_seen.input, f.first_seen.line);
     let severity = f.severity.as_str();
     // The location on the same line when it fits, else under it.
@@ -291,19 +296,14 @@ fn write_secondary(out: &mut String, f: &Finding, style: Style) {
         return;
     }
     let paint = Paint(style.color);
-    let count = if f.count > 1 {
-        format!(" ×{}", f.count)
-    } else {
-        String::new()
-    };
-    let rank = f.rank.map(|r| format!(" rank {r}")).unwrap_or_default();
     let _ = writeln!(
         out,
-        "  {} {} [{}, {}]{count}{rank}",
+        "  {} {} [{}, {}]{}",
         paint.severity(Some(f.severity), f.severity.as_str()),
         f.rule,
         f.category,
-        relation(f)
+        relation(f),
+        count_and_rank(f)
     );
     wrap_into(out, &f.message, "      ", "      ", style.width);
     let _ = writeln!(out, "      at {}:{}", f.first_seen.input, f.first_seen.line);
@@ -320,13 +320,9 @@ fn write_inputs(out: &mut String, report: &Report, style: Style) {
     );
     for input in &report.inputs {
         for e in &input.errors {
-            let at = e
-                .offset
-                .map(|o| format!(" (at byte {o})"))
-                .unwrap_or_default();
             wrap_into(
                 out,
-                &format!("{}: {}{at}", input.path, e.message),
+                &format!("{}: {}", input.path, e.located()),
                 "  ! ",
                 "    ",
                 style.width,
