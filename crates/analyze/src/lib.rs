@@ -158,9 +158,8 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     findings.retain(|f| rules.get(&f.rule).is_none_or(|r| !r.internal));
     chains::apply(&mut findings);
     cascade::apply(&mut findings, rules);
-    let (root_cause, findings) = root_cause::choose(findings, &inputs, &|id| {
-        rules.get(id).is_some_and(|r| r.sole_sign)
-    });
+    let (root_cause, findings) =
+        root_cause::choose(findings, &inputs, &|id| root_cause::Standing::of(rules, id));
     let stats = Stats {
         bytes: inputs.iter().map(|i| i.bytes).sum(),
         lines: inputs.iter().map(|i| i.lines).sum(),

@@ -18,25 +18,58 @@ use coroner_model::{
     Action, Category, Confidence, Finding, InputSummary, Role, RootCause, Severity,
 };
 
+/// How a rule's findings stand when the root cause is chosen.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Standing {
+    /// A warning that names the root cause when nothing of error severity
+    /// is found.
+    pub sole_sign: bool,
+    /// A failure named only in general terms: any specific cause is named
+    /// before it.
+    pub generic: bool,
+}
+
+impl Standing {
+    /// The standing of rule `id` in `rules` (the default for a rule not
+    /// there).
+    pub fn of(rules: &coroner_rules::RuleSet, id: &str) -> Standing {
+        rules.get(id).map_or_else(Standing::default, |r| Standing {
+            sole_sign: r.sole_sign,
+            generic: r.generic,
+        })
+    }
+}
+
 /// Picks the root cause and returns the findings reordered: the root
 /// cause's finding first, then by severity (highest first) and first
 /// appearance. `findings` must be in order of first appearance;
-/// `sole_sign` tells the rules whose warning names the root cause when
-/// nothing of error severity is found.
+/// `standing` tells how each rule's findings stand (by rule id).
 pub fn choose(
     mut findings: Vec<Finding>,
     inputs: &[InputSummary],
-    sole_sign: &dyn Fn(&str) -> bool,
+    standing: &dyn Fn(&str) -> Standing,
 ) -> (RootCause, Vec<Finding>) {
-    let chosen = pick(&findings, Role::Cause, Severity::Error, &|_| true)
+    let generic = |f: &Finding| f.category == Category::PythonError || standing(&f.rule).generic;
+    let chosen = pick(&findings, Role::Cause, Severity::Error, &|_| true, &generic)
         .map(|i| (i, Named::Cause))
         .or_else(|| {
-            pick(&findings, Role::Symptom, Severity::Error, &|_| true).map(|i| (i, Named::Echo))
+            pick(
+                &findings,
+                Role::Symptom,
+                Severity::Error,
+                &|_| true,
+                &generic,
+            )
+            .map(|i| (i, Named::Echo))
         })
         .or_else(|| {
-            pick(&findings, Role::Cause, Severity::Warning, &|f| {
-                sole_sign(&f.rule)
-            })
+            pick(
+                &findings,
+                Role::Cause,
+                Severity::Warning,
+                &|f| standing(&f.rule).sole_sign,
+                &generic,
+            )
             .map(|i| (i, Named::SoleSign))
         });
     let Some((at, named)) = chosen else {
@@ -45,7 +78,7 @@ pub fn choose(
         return (RootCause::unknown(summary), findings);
     };
     let confidence = match named {
-        Named::Cause if is_ambiguous(&findings, at) => Confidence::Medium,
+        Named::Cause if is_ambiguous(&findings, at, &generic) => Confidence::Medium,
         Named::Cause => Confidence::High,
         Named::Echo => Confidence::Low,
         Named::SoleSign => Confidence::Low,
@@ -227,8 +260,9 @@ enum Named {
 }
 
 /// The finding among those of `role` with at least severity `floor` and
-/// passing `eligible`: the most severe, specific before generic (a plain
-/// Python exception yields to any failure that says more), the earliest
+/// passing `eligible`: the most severe, specific before `generic` (a plain
+/// Python exception, NCCL's `unhandled system error`, yields to any
+/// failure that says more), the earliest
 /// among equals: by the wall-clock time of its line when every tied
 /// finding has one (across inputs the order of the files says nothing),
 /// else the first seen.
@@ -237,6 +271,7 @@ fn pick(
     role: Role,
     floor: Severity,
     eligible: &dyn Fn(&Finding) -> bool,
+    is_generic: &dyn Fn(&Finding) -> bool,
 ) -> Option<usize> {
     let candidates = || {
         findings
@@ -257,15 +292,9 @@ fn pick(
     }
 }
 
-/// A finding that names no specific failure: a plain Python exception or
-/// a launcher's report that a process raised one.
-fn is_generic(f: &Finding) -> bool {
-    f.category == Category::PythonError
-}
-
 /// Whether another cause of the same severity and of another specific
 /// category stands beside the chosen one without being explained by it.
-fn is_ambiguous(findings: &[Finding], at: usize) -> bool {
+fn is_ambiguous(findings: &[Finding], at: usize, is_generic: &dyn Fn(&Finding) -> bool) -> bool {
     let Some(chosen) = findings.get(at) else {
         return false;
     };
@@ -436,10 +465,46 @@ mod tests {
                 4,
             ),
         ];
-        let (root, ordered) = choose(findings, &[], &|_| false);
+        let (root, ordered) = choose(findings, &[], &|_| Standing::default());
         assert_eq!(root.rule.as_deref(), Some("kill"));
         assert_eq!(ordered[0].rule, "kill");
         assert_eq!(ordered.len(), 4);
+    }
+
+    #[test]
+    fn a_generic_rule_yields_to_a_specific_cause_found_after_it() {
+        let findings = || {
+            vec![
+                finding(
+                    "wrapper",
+                    Category::NcclNetwork,
+                    Severity::Error,
+                    Role::Cause,
+                    1,
+                ),
+                finding(
+                    "shm",
+                    Category::ShmExhausted,
+                    Severity::Error,
+                    Role::Cause,
+                    4,
+                ),
+            ]
+        };
+        let generic = |id: &str| Standing {
+            generic: id == "wrapper",
+            ..Standing::default()
+        };
+        let (root, _) = choose(findings(), &[], &generic);
+        assert_eq!(root.rule.as_deref(), Some("shm"));
+        assert_eq!(root.confidence, Some(Confidence::High));
+        // Without the mark the earlier finding wins, and the two contest it.
+        let (root, _) = choose(findings(), &[], &|_| Standing::default());
+        assert_eq!(root.rule.as_deref(), Some("wrapper"));
+        assert_eq!(root.confidence, Some(Confidence::Medium));
+        // Alone, a generic finding is still named.
+        let (root, _) = choose(findings().into_iter().take(1).collect(), &[], &generic);
+        assert_eq!(root.rule.as_deref(), Some("wrapper"));
     }
 
     #[test]
@@ -451,7 +516,7 @@ mod tests {
             Role::Symptom,
             1,
         )];
-        let (root, _) = choose(findings, &[], &|_| false);
+        let (root, _) = choose(findings, &[], &|_| Standing::default());
         assert_eq!(root.category, Category::NcclNetwork);
         assert!(root.summary.contains("consequence of a failure elsewhere"));
     }
@@ -474,7 +539,7 @@ mod tests {
                 2,
             ),
         ];
-        let (root, ordered) = choose(findings, &[], &|_| false);
+        let (root, ordered) = choose(findings, &[], &|_| Standing::default());
         assert_eq!(root.category, Category::Unknown);
         assert_eq!(root.rule, None);
         assert_eq!(ordered.len(), 2);
@@ -513,7 +578,7 @@ mod tests {
                 progress(2, 20),
             ],
             &[],
-            &|_| false,
+            &|_| Standing::default(),
         );
         assert_eq!(root.rank, Some(1));
         assert!(
@@ -525,7 +590,7 @@ mod tests {
         let (root, _) = choose(
             vec![timeout(0), progress(0, 20), progress(1, 20)],
             &[],
-            &|_| false,
+            &|_| Standing::default(),
         );
         assert_eq!(root.rank, Some(0), "no rank lags");
     }
@@ -544,10 +609,12 @@ mod tests {
             f
         };
         let oom = || finding("oom", Category::GpuOom, Severity::Error, Role::Cause, 3);
-        let (root, _) = choose(vec![oom(), launcher("2")], &[], &|_| false);
+        let (root, _) = choose(vec![oom(), launcher("2")], &[], &|_| Standing::default());
         assert_eq!((root.rule.as_deref(), root.rank), (Some("oom"), Some(2)));
         // Two local ranks failed: which one first is not known.
-        let (root, _) = choose(vec![oom(), launcher("2"), launcher("3")], &[], &|_| false);
+        let (root, _) = choose(vec![oom(), launcher("2"), launcher("3")], &[], &|_| {
+            Standing::default()
+        });
         assert_eq!(root.rank, None);
         // A log that names ranks: the local rank may be another node's.
         let mut ranked = finding(
@@ -558,7 +625,9 @@ mod tests {
             1,
         );
         ranked.rank = Some(5);
-        let (root, _) = choose(vec![oom(), launcher("2"), ranked], &[], &|_| false);
+        let (root, _) = choose(vec![oom(), launcher("2"), ranked], &[], &|_| {
+            Standing::default()
+        });
         assert_eq!(root.rank, None);
     }
 
@@ -582,7 +651,7 @@ mod tests {
             ),
             block,
         ];
-        let (root, _) = choose(findings, &[], &|_| false);
+        let (root, _) = choose(findings, &[], &|_| Standing::default());
         assert_eq!(root.rule.as_deref(), Some("line"));
         assert_eq!(root.rank, Some(1));
     }

@@ -143,7 +143,7 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
     if !args.quiet {
         super::warn_unknown_rules(&ignore, &rules);
     }
-    let suppressed = baseline::apply(&mut report, &ignore, baseline.as_ref());
+    let suppressed = baseline::apply(&mut report, &rules, &ignore, baseline.as_ref());
     if !args.quiet && (suppressed.ignored > 0 || suppressed.baselined > 0) {
         let mut parts = Vec::new();
         if suppressed.baselined > 0 {

@@ -187,7 +187,12 @@ pub struct Suppressed {
 
 /// Removes the findings of ignored rules and those in `baseline`, and, when
 /// any were removed, chooses the root cause again from what is left.
-pub fn apply(report: &mut Report, ignore: &[String], baseline: Option<&Baseline>) -> Suppressed {
+pub fn apply(
+    report: &mut Report,
+    rules: &coroner_rules::RuleSet,
+    ignore: &[String],
+    baseline: Option<&Baseline>,
+) -> Suppressed {
     let mut suppressed = Suppressed::default();
     let findings = std::mem::take(&mut report.findings);
     let mut kept = Vec::with_capacity(findings.len());
@@ -214,12 +219,8 @@ pub fn apply(report: &mut Report, ignore: &[String], baseline: Option<&Baseline>
             .unwrap_or(usize::MAX)
     };
     kept.sort_by_key(|f| (position(&f.first_seen.input), f.first_seen.line));
-    // A warning named root cause alone stays so if it is still the only sign.
-    let sole = (report.root_cause.confidence == Some(coroner_model::Confidence::Low))
-        .then(|| report.root_cause.rule.clone())
-        .flatten();
     let (root, findings) = coroner_analyze::root_cause::choose(kept, &report.inputs, &|id| {
-        sole.as_deref() == Some(id)
+        coroner_analyze::root_cause::Standing::of(rules, id)
     });
     report.root_cause = root;
     report.findings = findings;
@@ -255,7 +256,7 @@ pub fn create(args: &BaselineCreateArgs) -> ExitCode {
     };
     let mut report = coroner_analyze::analyze_with(&paths, &rules, options);
     super::warn_unknown_rules(&ignore, &rules);
-    apply(&mut report, &ignore, None);
+    apply(&mut report, &rules, &ignore, None);
     let text = render(&report);
     match &args.output {
         Some(path) if path.as_os_str() != "-" => {

@@ -46,6 +46,9 @@ pub struct Rule {
     /// A warning that names the root cause, with low confidence, when
     /// nothing of error severity is found.
     pub sole_sign: bool,
+    /// A failure named only in general terms: any specific cause found in
+    /// the incident is named root cause before it.
+    pub generic: bool,
     /// What to do with the job and the node after this failure: the
     /// file's `action`, else the category's.
     pub action: ActionKind,
@@ -660,6 +663,7 @@ pub fn parse_rule_with(
         explains,
         internal: file.internal,
         sole_sign: file.sole_sign,
+        generic: file.generic,
         action: action.unwrap_or_else(|| category.default_action()),
         source: path.to_owned(),
         text: text.to_owned(),

@@ -40,6 +40,11 @@ pub struct RuleFile {
     /// root cause with low confidence: the only sign of a known failure.
     #[serde(default)]
     pub sole_sign: bool,
+    /// A failure named only in general terms (NCCL's `unhandled system
+    /// error`, whose `Last error:` line says more): any specific cause
+    /// found in the incident is named root cause before it.
+    #[serde(default)]
+    pub generic: bool,
     /// What to do with the job and the node after this failure (an
     /// `ActionKind` id); the category's step when absent.
     #[serde(default)]
