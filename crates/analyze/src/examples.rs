@@ -69,6 +69,7 @@ fn findings_in(set: &RuleSet, text: impl AsRef<[u8]>, kind: InputKind) -> Vec<Fi
     let mut table = FindingTable::for_input(0);
     scan_text(&input, kind, text.as_ref(), set, &mut table, &mut summary);
     let mut findings = table.into_findings(set);
+    crate::tail::keep_at_end(&mut findings, set, std::slice::from_ref(&summary));
     crate::cascade::drop_superseded(&mut findings, set);
     findings
 }

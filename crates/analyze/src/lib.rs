@@ -23,6 +23,7 @@ pub mod root_cause;
 mod scan;
 mod split;
 mod stacks;
+mod tail;
 mod torch_dumps;
 mod trends;
 mod unread;
@@ -150,6 +151,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     torch_dumps::scan_flight_records(&mut table, rules);
     let unread = std::mem::take(&mut table.unread);
     let mut findings = table.into_findings(rules);
+    tail::keep_at_end(&mut findings, rules, &inputs);
     cascade::drop_superseded(&mut findings, rules);
     devices::rank_from_world_communicator(&mut findings);
     devices::attribute_ranks(&mut findings);

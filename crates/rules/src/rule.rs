@@ -49,6 +49,8 @@ pub struct Rule {
     /// A failure named only in general terms: any specific cause found in
     /// the incident is named root cause before it.
     pub generic: bool,
+    /// Its match counts only within the last this many lines of its input.
+    pub tail_lines: Option<u64>,
     /// What to do with the job and the node after this failure: the
     /// file's `action`, else the category's.
     pub action: ActionKind,
@@ -664,6 +666,7 @@ pub fn parse_rule_with(
         internal: file.internal,
         sole_sign: file.sole_sign,
         generic: file.generic,
+        tail_lines: file.tail_lines,
         action: action.unwrap_or_else(|| category.default_action()),
         source: path.to_owned(),
         text: text.to_owned(),

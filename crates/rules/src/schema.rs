@@ -45,6 +45,11 @@ pub struct RuleFile {
     /// found in the incident is named root cause before it.
     #[serde(default)]
     pub generic: bool,
+    /// The match counts only when its last line is among the last this
+    /// many lines of its input: a log that stops at this step (a job that
+    /// hung there).
+    #[serde(default)]
+    pub tail_lines: Option<u64>,
     /// What to do with the job and the node after this failure (an
     /// `ActionKind` id); the category's step when absent.
     #[serde(default)]
