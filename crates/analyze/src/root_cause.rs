@@ -85,6 +85,11 @@ pub fn choose(
     };
     let is_symptom = named == Named::Echo;
     let primary = findings.remove(at);
+    if !generic(&primary) {
+        // A generic finding of the root cause's own category says the same
+        // thing in general terms: the specific one stands for it.
+        findings.retain(|f| !(generic(f) && f.category == primary.category));
+    }
     let rank = primary
         .rank
         .or_else(|| {

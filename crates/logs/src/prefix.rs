@@ -17,15 +17,22 @@ pub struct Prefixed<'a> {
 /// Removes what launchers and log collectors put in front of a program's
 /// lines, in this order: a collector's RFC 3339 time (`kubectl logs
 /// --timestamps`, `docker logs -t`: `2026-11-29T21:00:10.123456789Z `),
+/// Ray's worker tag (`(RayTrainWorker pid=1234, ip=10.0.0.1) `,
+/// `(VllmWorker rank=0 pid=4716) `, `(raylet) `) with the
+/// ` [repeated 3x across cluster]` Ray's log deduplication appends,
 /// Slurm's task label (`srun --label`: `3: `, the task number), leading
 /// `[rankN]:` and `[<role>N]:` prefixes (in any order and number) and the
 /// spaces after them, then a program's own `[rankN] ` tag (no colon, a
-/// space after it). The rank is the `[rankN]` one, else the label's or the
-/// role's number.
+/// space after it). The rank is the `[rankN]` one, else the label's, the
+/// role's or the Ray tag's `rank=` number.
 pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
     let mut rest = strip_collector_time(line);
     let mut rank = None;
     let mut role_rank = None;
+    if let Some((tag_rank, after)) = ray_tag(rest) {
+        role_rank = tag_rank;
+        rest = strip_ray_repeat(after);
+    }
     if let Ok((after, _)) = clock_before_rank(rest) {
         rest = after;
     }
@@ -141,6 +148,46 @@ fn strip_collector_time(s: &str) -> &str {
     }
 }
 
+/// Ray's tag in front of a worker's, an actor's or the raylet's lines:
+/// `(` then words, `key=value` pairs and commas naming a process with a
+/// `pid=`, or `raylet`, then `) `. The `rank=` number, when there is one
+/// (vLLM's workers), and what follows the tag.
+fn ray_tag(s: &str) -> Option<(Option<u32>, &str)> {
+    let parsed: IResult<&str, &str> = delimited(
+        char('('),
+        take_while_m_n(1, 96, |c: char| {
+            c.is_ascii_alphanumeric() || matches!(c, ' ' | ',' | '=' | '_' | '-' | '.' | ':')
+        }),
+        tag(")"),
+    )
+    .parse(s);
+    let (rest, inner) = parsed.ok()?;
+    let mut words = inner.split([' ', ',']).filter(|w| !w.is_empty());
+    let names_process = inner == "raylet"
+        || inner.starts_with("raylet,")
+        || words.clone().any(|w| {
+            w.strip_prefix("pid=")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        });
+    if !names_process {
+        return None;
+    }
+    let rank = words.find_map(|w| w.strip_prefix("rank=")?.parse::<u32>().ok());
+    Some((rank, rest.trim_start_matches(' ')))
+}
+
+/// `s` without the ` [repeated 3x across cluster]` that Ray's log
+/// deduplication appends to a line it saw on several workers.
+fn strip_ray_repeat(s: &str) -> &str {
+    let Some(head) = s.trim_end().strip_suffix(" across cluster]") else {
+        return s;
+    };
+    match head.rfind(" [repeated ") {
+        Some(at) => &s[..at],
+        None => s,
+    }
+}
+
 /// Slurm's `srun --label` prefix: the task number, right-aligned, then
 /// `: ` (`3: `, ` 3: `, `12: `).
 fn slurm_label(s: &str) -> Option<(u32, &str)> {
@@ -238,6 +285,37 @@ mod tests {
         let own = "2026-11-29T21:00:10 step 3";
         assert_eq!(strip_rank_prefix(own).rest, own);
         for line in ["12:30 lunch", "3:x", "1234567: x"] {
+            assert_eq!(strip_rank_prefix(line).rest, line, "{line}");
+        }
+    }
+
+    #[test]
+    fn ray_worker_tags() {
+        let p = strip_rank_prefix(
+            "(CommandActor pid=552, ip=10.130.6.168)   File \"/x/api.py\", line 881, in _invoke_run",
+        );
+        assert_eq!(
+            (p.rank, p.rest),
+            (None, "File \"/x/api.py\", line 881, in _invoke_run")
+        );
+        let p = strip_rank_prefix("(VllmWorker rank=1 pid=4716) ERROR 02-24 00:55:46 boom");
+        assert_eq!((p.rank, p.rest), (Some(1), "ERROR 02-24 00:55:46 boom"));
+        let p = strip_rank_prefix(
+            "(CriticModelRayActor pid=489290) Loading extension module cpu_adam... [repeated 3x across cluster]",
+        );
+        assert_eq!(p.rest, "Loading extension module cpu_adam...");
+        let p = strip_rank_prefix("(pid=1522026) [rank3]: RuntimeError: x");
+        assert_eq!((p.rank, p.rest), (Some(3), "RuntimeError: x"));
+        assert_eq!(
+            strip_rank_prefix("(raylet) [2024-01-01] x").rest,
+            "[2024-01-01] x"
+        );
+        for line in [
+            "(most recent call last): x",
+            "(pid=) x",
+            "(see above) pid=3",
+            "(a) [repeated 3x across cluster]",
+        ] {
             assert_eq!(strip_rank_prefix(line).rest, line, "{line}");
         }
     }
