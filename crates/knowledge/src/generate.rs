@@ -2,7 +2,9 @@
 //! Xid is recognised in a log without writing one rule per code.
 //!
 //! One rule per category: `cuda-error-<category>` matches the runtime and
-//! driver names, `CUDA error: <message>` and `CUDA error <number>` forms
+//! driver names, `CUDA error: <message>` and `CUDA error <number>` forms,
+//! PyTorch's `Unexpected error from cudaGetDeviceCount() ... Error <number>:
+//! <message>` warning
 //! (and, for distinctive messages, the bare message) of every code of that
 //! category; `xid-<category>` matches `NVRM: Xid (PCI:...): <code>` kernel
 //! lines. The CUDA rules are fallbacks: a hand-written rule that matches
@@ -140,6 +142,13 @@ fn cuda_rule(
             r"(?i:\bCUDA (?:runtime |driver )?error(?: code)?) *[:=(]? *(?P<what>{})\b",
             numbers.join("|")
         ),
+        // PyTorch's warning when counting devices fails: `Unexpected error
+        // from cudaGetDeviceCount(). ... Error 802: system not yet initialized`.
+        format!(
+            r"Unexpected error from cudaGetDeviceCount\(\).*?\bError (?:{}): (?P<what>{})",
+            numbers.join("|"),
+            alternation(&messages)
+        ),
     ];
     if !distinctive.is_empty() {
         any.push(format!("(?P<what>{})", alternation(&distinctive)));
@@ -151,6 +160,7 @@ fn cuda_rule(
         "CUDA failure".to_owned(),
         "CUDA runtime error".to_owned(),
         "CUDA driver error".to_owned(),
+        "Unexpected error from cudaGetDeviceCount".to_owned(),
     ];
     literals.extend(distinctive.iter().map(|m| (*m).to_owned()));
     let canonical = codes[0];
