@@ -426,19 +426,10 @@ fn following_a_pipe_reports_a_finding_before_the_input_ends() {
 
 #[test]
 fn following_a_file_waits_for_more_lines_until_interrupted() {
-    use std::process::Stdio;
     let dir = Scratch::new("follow");
     let path = dir.path("train.log");
     std::fs::write(&path, "step 1 loss 2.30\n").unwrap();
-    let mut child = crate::util::coroner()
-        .args([
-            "analyze",
-            "--follow",
-            "--format",
-            "jsonl",
-            &dir.display("train.log"),
-        ])
-        .stdout(Stdio::piped())
+    let mut child = crate::util::follow_jsonl(&dir.display("train.log"))
         .spawn()
         .unwrap();
     let lines = line_reader(child.stdout.take().unwrap());

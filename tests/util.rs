@@ -10,6 +10,15 @@ pub fn coroner() -> Command {
     cmd
 }
 
+/// `coroner analyze --follow --format jsonl FILE`, its output piped.
+pub fn follow_jsonl(file: &str) -> Command {
+    let mut command = coroner();
+    command
+        .args(["analyze", "--follow", "--format", "jsonl", file])
+        .stdout(std::process::Stdio::piped());
+    command
+}
+
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

@@ -326,15 +326,7 @@ fn follow_waits_for_the_file_and_reads_it_again_after_truncation() {
     use std::io::Write;
     let dir = Scratch::new("ux-follow");
     let log = dir.path("train.log");
-    let child = coroner()
-        .args([
-            "analyze",
-            "--follow",
-            "--format",
-            "jsonl",
-            &dir.display("train.log"),
-        ])
-        .stdout(std::process::Stdio::piped())
+    let child = crate::util::follow_jsonl(&dir.display("train.log"))
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
