@@ -27,6 +27,9 @@ pub struct Standing {
     /// A failure named only in general terms: any specific cause is named
     /// before it.
     pub generic: bool,
+    /// A launcher's account of which rank failed first: its rank is the
+    /// root cause's when their categories agree.
+    pub first_failure: bool,
 }
 
 impl Standing {
@@ -36,6 +39,7 @@ impl Standing {
         rules.get(id).map_or_else(Standing::default, |r| Standing {
             sole_sign: r.sole_sign,
             generic: r.generic,
+            first_failure: r.first_failure,
         })
     }
 }
@@ -90,8 +94,14 @@ pub fn choose(
         // thing in general terms: the specific one stands for it.
         findings.retain(|f| !(generic(f) && f.category == primary.category));
     }
-    let rank = primary
-        .rank
+    // The launcher saw the processes exit: its account of which rank failed
+    // first outranks the rank a line of output happened to carry.
+    let first_failed = findings
+        .iter()
+        .filter(|f| f.category == primary.category && standing(&f.rule).first_failure)
+        .find_map(|f| f.rank);
+    let rank = first_failed
+        .or(primary.rank)
         .or_else(|| {
             findings
                 .iter()
@@ -658,6 +668,39 @@ mod tests {
         ];
         let (root, _) = choose(findings, &[], &|_| Standing::default());
         assert_eq!(root.rule.as_deref(), Some("line"));
+        assert_eq!(root.rank, Some(1));
+    }
+
+    #[test]
+    fn a_launchers_first_failure_names_the_rank_over_a_lines_rank() {
+        let mut line = finding(
+            "line",
+            Category::ShmExhausted,
+            Severity::Critical,
+            Role::Cause,
+            3,
+        );
+        line.rank = Some(1);
+        let mut block = finding(
+            "block",
+            Category::ShmExhausted,
+            Severity::Critical,
+            Role::Cause,
+            9,
+        );
+        block.rank = Some(0);
+        let mut other = finding("other", Category::HostOom, Severity::Error, Role::Cause, 12);
+        other.rank = Some(5);
+        let findings = || vec![line.clone(), block.clone(), other.clone()];
+        let first = |id: &str| Standing {
+            first_failure: id == "block" || id == "other",
+            ..Standing::default()
+        };
+        let (root, _) = choose(findings(), &[], &first);
+        assert_eq!(root.rule.as_deref(), Some("line"));
+        assert_eq!(root.rank, Some(0));
+        // Without the mark the root cause keeps its own line's rank.
+        let (root, _) = choose(findings(), &[], &|_| Standing::default());
         assert_eq!(root.rank, Some(1));
     }
 }

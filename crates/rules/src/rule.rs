@@ -49,6 +49,9 @@ pub struct Rule {
     /// A failure named only in general terms: any specific cause found in
     /// the incident is named root cause before it.
     pub generic: bool,
+    /// It reads a launcher's account of which rank failed first: its rank
+    /// is the root cause's when their categories agree.
+    pub first_failure: bool,
     /// Its match counts only within the last this many lines of its input.
     pub tail_lines: Option<u64>,
     /// What to do with the job and the node after this failure: the
@@ -666,6 +669,7 @@ pub fn parse_rule_with(
         internal: file.internal,
         sole_sign: file.sole_sign,
         generic: file.generic,
+        first_failure: file.first_failure,
         tail_lines: file.tail_lines,
         action: action.unwrap_or_else(|| category.default_action()),
         source: path.to_owned(),

@@ -45,6 +45,11 @@ pub struct RuleFile {
     /// found in the incident is named root cause before it.
     #[serde(default)]
     pub generic: bool,
+    /// The rule reads a launcher's own account of which rank failed first
+    /// (torchrun's `Root Cause (first observed failure)` block): when the
+    /// root cause is of its category, its rank is the root cause's.
+    #[serde(default)]
+    pub first_failure: bool,
     /// The match counts only when its last line is among the last this
     /// many lines of its input: a log that stops at this step (a job that
     /// hung there).
