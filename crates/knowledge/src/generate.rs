@@ -3,6 +3,7 @@
 //!
 //! One rule per category: `cuda-error-<category>` matches the runtime and
 //! driver names, `CUDA error: <message>` and `CUDA error <number>` forms,
+//! glog's `Check failed: error == cudaSuccess (<number> vs. 0) <message>`,
 //! PyTorch's `Unexpected error from cudaGetDeviceCount() ... Error <number>:
 //! <message>` warning
 //! (and, for distinctive messages, the bare message) of every code of that
@@ -134,8 +135,25 @@ fn cuda_rule(
         .collect();
     let mut any = vec![
         format!(r"\b(?P<what>{})\b", alternation(&names)),
+        // `CUDA error: <message>`, and CNTK's and ONNX Runtime's `CUDA
+        // failure <number>: <message> ; GPU=...`.
         format!(
-            r"(?i:CUDA (?:error|failure)s?):? +(?P<what>{})",
+            r"(?i:CUDA (?:error|failure)s?)(?: \d+)?:? +(?P<what>{})",
+            alternation(&messages)
+        ),
+        // glog's check of a runtime call (Caffe, Caffe2, Detectron, MXNet
+        // plugins): `Check failed: error == cudaSuccess (2 vs. 0)  out of
+        // memory`. The number is left open: runtimes before CUDA 10.1
+        // numbered the codes otherwise (8 for `invalid device function`),
+        // and the message says which error it is.
+        format!(
+            r"== cudaSuccess \( *\d+ vs\. 0 *\) *(?P<what>{})",
+            alternation(&messages)
+        ),
+        // Caffe2's enforce: `error == cudaSuccess. 8 vs 0. Error at:
+        // <file>:<line>: invalid device function`.
+        format!(
+            r"== cudaSuccess\. \d+ vs 0\. Error at: \S+?: (?P<what>{})",
             alternation(&messages)
         ),
         format!(
@@ -161,6 +179,7 @@ fn cuda_rule(
         "CUDA runtime error".to_owned(),
         "CUDA driver error".to_owned(),
         "Unexpected error from cudaGetDeviceCount".to_owned(),
+        "== cudaSuccess".to_owned(),
     ];
     literals.extend(distinctive.iter().map(|m| (*m).to_owned()));
     let canonical = codes[0];
