@@ -45,6 +45,27 @@ fn builtin_rules_live_in_family_folders_named_after_their_ids() {
     }
 }
 
+/// The built-in rules load with their regexes compiled on first use, which
+/// skips the checks that need them; each file must pass them all, as
+/// `coroner rules validate` runs them (no message placeholder some match
+/// leaves unset).
+#[test]
+fn every_builtin_rule_passes_the_full_validation() {
+    use coroner_rules::BUILTIN_RULES;
+    let mut failures = Vec::new();
+    for (path, text) in BUILTIN_RULES {
+        let stem = path
+            .rsplit('/')
+            .next()
+            .and_then(|name| name.strip_suffix(".toml"))
+            .unwrap_or(path);
+        if let Err(errors) = parse_rule(path, stem, text) {
+            failures.extend(errors.iter().map(|e| format!("{path}: {e:?}")));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 const GOOD: &str = r#"id = "sample-rule"
 title = "t"
 category = "gpu-oom"

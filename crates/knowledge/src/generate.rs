@@ -4,6 +4,7 @@
 //! One rule per category: `cuda-error-<category>` matches the runtime and
 //! driver names, `CUDA error: <message>` and `CUDA error <number>` forms,
 //! glog's `Check failed: error == cudaSuccess (<number> vs. 0) <message>`,
+//! THC's `THCudaCheck FAIL ... error=<number> : <message>`,
 //! PyTorch's `Unexpected error from cudaGetDeviceCount() ... Error <number>:
 //! <message>` warning
 //! (and, for distinctive messages, the bare message) of every code of that
@@ -150,6 +151,13 @@ fn cuda_rule(
             r"== cudaSuccess \( *\d+ vs\. 0 *\) *(?P<what>{})",
             alternation(&messages)
         ),
+        // PyTorch before 1.0 (THC): `THCudaCheck FAIL file=<f> line=<n>
+        // error=30 : unknown error` and `cuda runtime error (30) : unknown
+        // error at <file>`, with the codes of their CUDA release.
+        format!(
+            r"(?:THCudaCheck FAIL file=\S+ line=\d+ error=\d+|cuda runtime error \(\d+\)) : (?P<what>{})",
+            alternation(&messages)
+        ),
         // Caffe2's enforce: `error == cudaSuccess. 8 vs 0. Error at:
         // <file>:<line>: invalid device function`.
         format!(
@@ -180,6 +188,7 @@ fn cuda_rule(
         "CUDA driver error".to_owned(),
         "Unexpected error from cudaGetDeviceCount".to_owned(),
         "== cudaSuccess".to_owned(),
+        "THCudaCheck FAIL".to_owned(),
     ];
     literals.extend(distinctive.iter().map(|m| (*m).to_owned()));
     let canonical = codes[0];
