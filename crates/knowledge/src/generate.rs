@@ -4,7 +4,8 @@
 //! One rule per category: `cuda-error-<category>` matches the runtime and
 //! driver names, `CUDA error: <message>` and `CUDA error <number>` forms,
 //! glog's `Check failed: error == cudaSuccess (<number> vs. 0) <message>`,
-//! THC's `THCudaCheck FAIL ... error=<number> : <message>`,
+//! THC's `THCudaCheck FAIL ... error=<number> : <message>`, Triton's
+//! `Triton Error [CUDA]: <message>`,
 //! PyTorch's `Unexpected error from cudaGetDeviceCount() ... Error <number>:
 //! <message>` warning
 //! (and, for distinctive messages, the bare message) of every code of that
@@ -158,6 +159,11 @@ fn cuda_rule(
             r"(?:THCudaCheck FAIL file=\S+ line=\d+ error=\d+|cuda runtime error \(\d+\)) : (?P<what>{})",
             alternation(&messages)
         ),
+        // Triton's driver calls: `Triton Error [CUDA]: out of memory`.
+        format!(
+            r"Triton Error \[CUDA\]: (?P<what>{})",
+            alternation(&messages)
+        ),
         // Caffe2's enforce: `error == cudaSuccess. 8 vs 0. Error at:
         // <file>:<line>: invalid device function`.
         format!(
@@ -189,6 +195,7 @@ fn cuda_rule(
         "Unexpected error from cudaGetDeviceCount".to_owned(),
         "== cudaSuccess".to_owned(),
         "THCudaCheck FAIL".to_owned(),
+        "Triton Error [CUDA]".to_owned(),
     ];
     literals.extend(distinctive.iter().map(|m| (*m).to_owned()));
     let canonical = codes[0];
