@@ -4,8 +4,9 @@
 //! One rule per category: `cuda-error-<category>` matches the runtime and
 //! driver names, `CUDA error: <message>` and `CUDA error <number>` forms,
 //! glog's `Check failed: error == cudaSuccess (<number> vs. 0) <message>`,
-//! THC's `THCudaCheck FAIL ... error=<number> : <message>`, Triton's
-//! `Triton Error [CUDA]: <message>`,
+//! THC's `THCudaCheck FAIL ... error=<number> : <message>`, Caffe2's
+//! `error == cudaSuccess. <number> vs 0. Error at: <file>: <message>`,
+//! Triton's `Triton Error [CUDA]: <message>`,
 //! PyTorch's `Unexpected error from cudaGetDeviceCount() ... Error <number>:
 //! <message>` warning
 //! (and, for distinctive messages, the bare message) of every code of that

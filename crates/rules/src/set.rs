@@ -37,6 +37,24 @@ pub struct RuleSources {
 impl RuleSet {
     /// Loads, validates and compiles rules from `sources`. Every problem in
     /// every file is returned.
+    /// Runs every check `coroner rules validate` runs on each built-in rule
+    /// file, including those that need the compiled regexes, which loading
+    /// defers to first use.
+    pub fn validate_builtin() -> Result<(), Vec<RuleError>> {
+        let errors: Vec<RuleError> = BUILTIN_RULES
+            .iter()
+            .filter_map(|(path, text)| {
+                parse_rule_with(path, &stem_of(path), text, Compile::Now).err()
+            })
+            .flatten()
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+
     pub fn load(sources: &RuleSources) -> Result<RuleSet, Vec<RuleError>> {
         let mut files: Vec<(String, String, String, Compile)> = Vec::new();
         let mut errors = Vec::new();
