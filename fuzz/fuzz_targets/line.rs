@@ -1,5 +1,5 @@
 //! Arbitrary bytes as a log: each line cleaned of CR and colour codes,
-//! stripped of launcher prefixes, read for a time and a host, for whether it continues
+//! stripped of launcher prefixes, read for a time, a host and NCCL's process header, for whether it continues
 //! the line before, and for its template, then the whole input
 //! through the built-in rules as the pipeline scans a file (which also
 //! reads Python tracebacks).
@@ -34,6 +34,9 @@ fuzz_target!(|data: &[u8]| {
         let _ = coroner_logs::continues_message(prefixed.rest);
         if let Some(host) = coroner_logs::line_host(prefixed.rest) {
             assert!(!host.is_empty() && host.len() <= 253 && prefixed.rest.contains(host));
+        }
+        if let Some(process) = coroner_logs::nccl_process(prefixed.rest) {
+            assert!(process.host.is_none_or(|h| prefixed.rest.contains(h)));
         }
         if let Some(template) = coroner_logs::suspicious_template(prefixed.rest) {
             assert!(template.chars().count() <= 201);

@@ -8,6 +8,7 @@
 
 use crate::ranks::attribute_ranks_by;
 use coroner_model::Finding;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A PCI address as (bus, device), the part both forms share.
 type Slot = (u32, u32);
@@ -67,6 +68,41 @@ pub(crate) fn rank_from_world_communicator(findings: &mut [Finding]) {
     }
 }
 
+/// Gives the findings printed by an NCCL process (the `host:pid:tid
+/// [device]` header of their line) what that header tells:
+///
+/// - the rank of the process, when another finding of the same process
+///   knows it (its communicator line `rank 1 nranks 2 cudaDev 1 ...`, a rank
+///   prefix);
+/// - when no finding of the incident knows any rank, all of them come from
+///   one node, and each device was driven by one process, the device: the
+///   ranks of a one-node job are its devices, in the order launchers give
+///   them (`LOCAL_RANK` is the device index);
+/// - the device as the finding's GPU, when nothing better names it.
+pub(crate) fn rank_from_nccl_process(findings: &mut [Finding]) {
+    let process = |f: &Finding| Some((f.host.clone(), f.printed_by?.pid));
+    attribute_ranks_by(findings, process, process);
+    let hosts: BTreeSet<&str> = findings.iter().filter_map(|f| f.host.as_deref()).collect();
+    let mut pids_of_device: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+    for p in findings.iter().filter_map(|f| f.printed_by) {
+        pids_of_device.entry(p.device).or_default().insert(p.pid);
+    }
+    let devices_are_ranks = hosts.len() <= 1
+        && findings.iter().all(|f| f.rank.is_none())
+        && pids_of_device.values().all(|pids| pids.len() == 1);
+    for f in findings.iter_mut() {
+        let Some(printer) = f.printed_by else {
+            continue;
+        };
+        if devices_are_ranks {
+            f.rank = Some(printer.device);
+        }
+        if f.gpu.is_none() {
+            f.gpu = Some(format!("GPU {}", printer.device));
+        }
+    }
+}
+
 /// Gives every finding without a rank that names a GPU's PCI address (a
 /// `gpu` or `pci` capture) the rank whose NCCL device sits at that address,
 /// when exactly one rank does: on the finding's node when both name their
@@ -98,6 +134,82 @@ pub(crate) fn attribute_ranks(findings: &mut [Finding]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use coroner_model::{Category, Location, Printer, Role, Severity};
+
+    fn printed(rule: &str, host: Option<&str>, pid: u32, device: u32) -> Finding {
+        Finding {
+            rule: rule.to_owned(),
+            category: Category::NcclConfig,
+            severity: Severity::Error,
+            role: Role::Cause,
+            title: String::new(),
+            message: String::new(),
+            count: 1,
+            first_seen: Location {
+                input: "log".to_owned(),
+                line: 1,
+                byte_offset: 0,
+                time: None,
+            },
+            evidence: Vec::new(),
+            captures: Default::default(),
+            rank: None,
+            host: host.map(str::to_owned),
+            gpu: None,
+            action: None,
+            remediation: Vec::new(),
+            references: Vec::new(),
+            explained_by: None,
+            traceback: None,
+            printed_by: Some(Printer { pid, device }),
+        }
+    }
+
+    fn ranks(findings: &[Finding]) -> Vec<Option<u32>> {
+        findings.iter().map(|f| f.rank).collect()
+    }
+
+    #[test]
+    fn a_process_whose_rank_is_known_gives_it_to_its_other_lines() {
+        let mut known = printed("comm", Some("n1"), 10, 0);
+        known.rank = Some(12);
+        let mut findings = vec![
+            known,
+            printed("warn", Some("n1"), 10, 0),
+            printed("warn", Some("n2"), 10, 0),
+        ];
+        rank_from_nccl_process(&mut findings);
+        assert_eq!(ranks(&findings), [Some(12), Some(12), None]);
+        assert_eq!(findings[2].gpu.as_deref(), Some("GPU 0"));
+    }
+
+    #[test]
+    fn on_one_node_with_no_rank_known_the_device_is_the_rank() {
+        let mut findings = vec![
+            printed("oom", Some("n1"), 10, 2),
+            printed("closed", Some("n1"), 11, 3),
+        ];
+        rank_from_nccl_process(&mut findings);
+        assert_eq!(ranks(&findings), [Some(2), Some(3)]);
+    }
+
+    #[test]
+    fn devices_are_not_ranks_across_nodes_or_when_processes_share_a_device_index() {
+        let mut two_nodes = vec![
+            printed("oom", Some("n1"), 10, 2),
+            printed("closed", Some("n2"), 11, 3),
+        ];
+        rank_from_nccl_process(&mut two_nodes);
+        assert_eq!(ranks(&two_nodes), [None, None]);
+        // CUDA_VISIBLE_DEVICES set per process: every process sees device 0.
+        let mut one_gpu_each = vec![
+            printed("oom", Some("n1"), 10, 0),
+            printed("closed", Some("n1"), 11, 0),
+        ];
+        rank_from_nccl_process(&mut one_gpu_each);
+        assert_eq!(ranks(&one_gpu_each), [None, None]);
+        assert_eq!(one_gpu_each[0].gpu.as_deref(), Some("GPU 0"));
+    }
 
     #[test]
     fn nccl_and_kernel_addresses_meet() {

@@ -1,8 +1,10 @@
 //! Collapsing matches into findings: one per rule and rank, with a count,
 //! the first location, a few evidence lines and the first captures.
 
-use coroner_logs::{is_host_name, line_host, line_time, strip_rank_prefix};
-use coroner_model::{inert, inert_capped, Context, Evidence, Finding, Location, Traceback};
+use coroner_logs::{is_host_name, line_host, line_time, nccl_process, strip_rank_prefix};
+use coroner_model::{
+    inert, inert_capped, Context, Evidence, Finding, Location, Printer, Traceback,
+};
 use coroner_rules::{Match, RuleSet};
 use std::collections::HashMap;
 
@@ -34,6 +36,7 @@ struct Entry {
     evidence: Vec<Evidence>,
     captures: Vec<(String, String)>,
     traceback: Option<Traceback>,
+    printed_by: Option<Printer>,
 }
 
 /// Findings under construction: one input's, or (merged) an incident's.
@@ -221,6 +224,10 @@ impl FindingTable {
             .map(str::to_owned);
         let gpu = captured_gpu(&m.captures);
         let key = key(m.rule, rank, host.as_ref(), gpu.as_ref());
+        let printed_by = nccl_process(strip_rank_prefix(&anchor.text).rest).map(|p| Printer {
+            pid: p.pid,
+            device: p.device,
+        });
         let at = match self.index.get(&key) {
             Some(&i) => {
                 let entry = &mut self.entries[i];
@@ -253,6 +260,7 @@ impl FindingTable {
                         .map(|(k, v)| (k.clone(), inert(v).into_owned()))
                         .collect(),
                     traceback: None,
+                    printed_by,
                 });
                 self.index.insert(key, self.entries.len() - 1);
                 self.entries.len() - 1
@@ -375,6 +383,7 @@ impl Entry {
             references: rule.references.clone(),
             explained_by: None,
             traceback: self.traceback,
+            printed_by: self.printed_by,
         })
     }
 }

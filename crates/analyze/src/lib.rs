@@ -156,6 +156,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     devices::rank_from_world_communicator(&mut findings);
     devices::attribute_ranks(&mut findings);
     processes::apply(&mut findings, &inputs);
+    devices::rank_from_nccl_process(&mut findings);
     hosts::attribute_hosts(&mut findings);
     findings.retain(|f| rules.get(&f.rule).is_none_or(|r| !r.internal));
     chains::apply(&mut findings);

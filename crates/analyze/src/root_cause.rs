@@ -445,6 +445,7 @@ mod tests {
             references: Vec::new(),
             explained_by: None,
             traceback: None,
+            printed_by: None,
         }
     }
 

@@ -11,7 +11,7 @@
 //! `host`.
 
 use nom::branch::alt;
-use nom::bytes::complete::{tag, take_till, take_while1, take_while_m_n};
+use nom::bytes::complete::{tag, take_till, take_while, take_while1, take_while_m_n};
 use nom::character::complete::{char, digit1, space1};
 use nom::combinator::{opt, recognize};
 use nom::sequence::{delimited, preceded, terminated};
@@ -49,6 +49,54 @@ pub fn is_host_name(s: &str) -> bool {
 /// A host name's characters; [`is_host_name`] decides on the whole.
 fn host_name(s: &str) -> IResult<&str, &str> {
     take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).parse(s)
+}
+
+/// The process an NCCL debug line came from, as its header
+/// (`host:pid:tid [device] `) says: the node (when the header names one),
+/// the process id and the CUDA device the process used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NcclProcess<'a> {
+    pub host: Option<&'a str>,
+    pub pid: u32,
+    pub device: u32,
+}
+
+/// The process named by the NCCL header of `line` (a rank prefix already
+/// removed), if it has one. A header whose host part was lost (`::16674:17023
+/// [0]`, as some pastes show it) still names the process.
+pub fn nccl_process(line: &str) -> Option<NcclProcess<'_>> {
+    let (_, (host, pid, device)) = nccl_process_header(line.trim_start()).ok()?;
+    Some(NcclProcess {
+        host: Some(host).filter(|h| is_host_name(h)),
+        pid: pid.parse().ok()?,
+        device: device.parse().ok()?,
+    })
+}
+
+/// `host:pid:tid [device] ` (or `::pid:tid [device] `): host, pid and
+/// device.
+fn nccl_process_header(s: &str) -> IResult<&str, (&str, &str, &str)> {
+    let (s, _) = opt(terminated(
+        delimited(char('['), take_till(|c| c == ']'), char(']')),
+        space1,
+    ))
+    .parse(s)?;
+    let (s, host) =
+        take_while(|c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).parse(s)?;
+    let (s, separator) = alt((tag("::"), tag(":"))).parse(s)?;
+    // A clock (`12:30:45 [1]`) is not a header: a host is a name, and only
+    // the `::` form stands for a lost one.
+    let named = !host.is_empty() && !host.bytes().all(|b| b.is_ascii_digit());
+    if !(named || host.is_empty() && separator == "::") {
+        return Err(nom::Err::Error(nom::error::Error::new(
+            s,
+            nom::error::ErrorKind::Verify,
+        )));
+    }
+    let (s, pid) = terminated(digit1, char(':')).parse(s)?;
+    let (s, _) = terminated(digit1, char(' ')).parse(s)?;
+    let (s, device) = terminated(delimited(char('['), digit1, char(']')), char(' ')).parse(s)?;
+    Ok((s, (host, pid, device)))
 }
 
 /// `host:pid:tid [device] `, optionally after one `[...]` time or tag.
@@ -140,7 +188,43 @@ fn clock(s: &str) -> IResult<&str, &str> {
 
 #[cfg(test)]
 mod tests {
-    use super::line_host;
+    use super::{line_host, nccl_process, NcclProcess};
+
+    #[test]
+    fn nccl_processes() {
+        assert_eq!(
+            nccl_process(
+                "node2:24881:25568 [2] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'"
+            ),
+            Some(NcclProcess {
+                host: Some("node2"),
+                pid: 24881,
+                device: 2
+            })
+        );
+        assert_eq!(
+            nccl_process("[2024-01-01 10:00:00] gpu-7:10:11 [7] NCCL INFO Channel 00"),
+            Some(NcclProcess {
+                host: Some("gpu-7"),
+                pid: 10,
+                device: 7
+            })
+        );
+        assert_eq!(
+            nccl_process("::16674:17023 [0] graph/search.cc:703 NCCL WARN XML Import Channel"),
+            Some(NcclProcess {
+                host: None,
+                pid: 16674,
+                device: 0
+            })
+        );
+        assert_eq!(
+            nccl_process("localhost:5:5 [1] NCCL INFO x").map(|p| p.host),
+            Some(None)
+        );
+        assert_eq!(nccl_process("12:30:45 [1] started"), None);
+        assert_eq!(nccl_process("Epoch 1:10:20 [3] loss"), None);
+    }
 
     #[test]
     fn nccl_headers() {

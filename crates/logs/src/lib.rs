@@ -32,7 +32,7 @@ mod traceback;
 
 pub use desync::{DesyncGroup, DesyncReader, DesyncSnapshot};
 pub use embedded::embedded_message;
-pub use host::{is_host_name, line_host};
+pub use host::{is_host_name, line_host, nccl_process, NcclProcess};
 pub use prefix::{strip_rank_prefix, Prefixed};
 pub use record::continues_message;
 pub use stack_dump::{DumpTool, StackDump, StackDumpReader, StackThread, Trigger};

@@ -104,4 +104,17 @@ pub struct Finding {
     /// match, read into its exceptions and frames.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceback: Option<crate::Traceback>,
+    /// The process that printed the first match, where the line's header
+    /// names it (NCCL's `host:pid:tid [device]`): read to tie the finding
+    /// to a rank, not reported.
+    #[serde(skip)]
+    pub printed_by: Option<Printer>,
+}
+
+/// A process as an NCCL line header names it: its pid and the CUDA device
+/// it drove.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Printer {
+    pub pid: u32,
+    pub device: u32,
 }
