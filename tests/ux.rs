@@ -323,38 +323,69 @@ fn explain_reads_exit_codes_signals_and_pasted_lines() {
 
 #[test]
 fn follow_waits_for_the_file_and_reads_it_again_after_truncation() {
-    use std::io::Write;
+    use std::io::{BufRead, Write};
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
     let dir = Scratch::new("ux-follow");
     let log = dir.path("train.log");
-    let child = crate::util::follow_jsonl(&dir.display("train.log"))
+    let mut child = crate::util::follow_jsonl(&dir.display("train.log"))
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let pause = || std::thread::sleep(std::time::Duration::from_millis(700));
-    pause();
+    // Both streams are read as they come, so that each step waits for the
+    // follower to have seen the one before (on a loaded machine a fixed
+    // pause is not enough).
+    let (lines, seen) = mpsc::channel::<String>();
+    let readers: Vec<_> = [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ]
+    .into_iter()
+    .map(|stream| {
+        let lines = lines.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stream).lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        })
+    })
+    .collect();
+    drop(lines);
+    let mut output = String::new();
+    let mut wait_for = |needle: &str| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !output.contains(needle) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match seen.recv_timeout(left) {
+                Ok(line) => {
+                    output.push_str(&line);
+                    output.push('\n');
+                }
+                Err(_) => panic!("no {needle:?} in the follower's output:\n{output}"),
+            }
+        }
+    };
+    wait_for("waiting for");
     std::fs::write(
         &log,
         "RuntimeError: CUDA error: an illegal memory access was encountered\n",
     )
     .unwrap();
-    pause();
+    wait_for("cuda-illegal-memory-access");
     std::fs::write(&log, "").unwrap();
-    pause();
+    wait_for("was truncated; reading it again from the start");
     let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
     f.write_all(OOM_LINE).unwrap();
     drop(f);
-    pause();
+    wait_for("torch-cuda-out-of-memory");
     let _ = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status();
-    let out = child.wait_with_output().unwrap();
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains("waiting for"), "{stderr}");
-    assert!(
-        stderr.contains("was truncated; reading it again from the start"),
-        "{stderr}"
-    );
-    let stdout = text(&out.stdout);
-    assert!(stdout.contains("cuda-illegal-memory-access"), "{stdout}");
-    assert!(stdout.contains("torch-cuda-out-of-memory"), "{stdout}");
+    let _ = child.wait();
+    for reader in readers {
+        let _ = reader.join();
+    }
 }

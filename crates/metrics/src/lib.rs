@@ -67,7 +67,8 @@
 //!   step {s}, first non-finite {value} at step {s})` when it ends
 //!   non-finite after finite values, or `trend: grad_norm is {kind} at every
 //!   step from step {s} to step {s}` when it was never finite. grad_norm
-//!   needs at least three non-finite samples at the end (mixed precision
+//!   needs at least three non-finite samples at the end, or two that lie three or more steps
+//!   apart (a line every N steps) (mixed precision
 //!   makes single overflow steps normal).
 //! - Loss scale collapsing, `line` where the minimum is first reached:
 //!   `trend: loss scale falls from {value} at step {s} to {value} at step

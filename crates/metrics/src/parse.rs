@@ -18,6 +18,12 @@
 
 use crate::format::{GIB, KIB, MIB, TIB};
 use crate::metric::{Metric, METRICS};
+use nom::branch::alt;
+use nom::bytes::complete::tag;
+use nom::character::complete::{char, digit1, space0};
+use nom::combinator::map_res;
+use nom::sequence::{delimited, preceded, terminated};
+use nom::{IResult, Parser};
 
 /// The longest key (normalised) that can name a metric.
 const KEY_MAX: usize = 40;
@@ -127,8 +133,54 @@ pub(crate) fn parse(line: &[u8]) -> Option<Reading> {
             Some(Slot::Step(_)) | None => {}
         }
     }
+    if reading.step.is_none() && metrics > 0 {
+        if let Some(step) = mmengine_step(line) {
+            reading.step = Some(step);
+            recognised += 1;
+        }
+    }
     let shaped = recognised >= 2 || tight_metric;
     (metrics > 0 && shaped).then_some(reading)
+}
+
+/// The iteration of an MMEngine (OpenMMLab, XTuner) training line:
+/// `Epoch(train) [1][240/735]` (by epoch: the iteration within the epoch)
+/// or `Iter(train) [  240/10000]` (by iteration).
+fn mmengine_step(line: &[u8]) -> Option<u64> {
+    let at = memchr::memmem::find(line, b"(train) [")?;
+    let head = line
+        .get(..at)?
+        .iter()
+        .rposition(|b| !b.is_ascii_alphabetic())
+        .map_or(0, |i| i + 1);
+    let (_, step) = mmengine_position(line.get(head..)?).ok()?;
+    Some(step)
+}
+
+/// `Epoch(train) [E][I/N]` or `Iter(train) [I/N]`: I.
+fn mmengine_position(s: &[u8]) -> IResult<&[u8], u64> {
+    let number = || {
+        map_res(digit1, |d: &[u8]| {
+            std::str::from_utf8(d)
+                .map_err(|_| ())
+                .and_then(|d| d.parse::<u64>().map_err(|_| ()))
+        })
+    };
+    let iteration = || {
+        delimited(
+            (char('['), space0),
+            terminated(number(), (char('/'), space0, digit1)),
+            char(']'),
+        )
+    };
+    alt((
+        preceded(
+            (tag(&b"Epoch(train) ["[..]), space0, digit1, char(']')),
+            iteration(),
+        ),
+        preceded(tag(&b"Iter(train) "[..]), iteration()),
+    ))
+    .parse(s)
 }
 
 enum Slot {
@@ -567,6 +619,19 @@ mod tests {
     }
 
     const MIB: f64 = 1024.0 * 1024.0;
+
+    #[test]
+    fn mmengine_lines_name_their_iteration() {
+        let (step, values) = get("10/30 22:19:57 - mmengine - INFO - Epoch(train) [1][240/735]  lr: 1.9813e-04  eta: 2:44:49  time: 2.8874  data_time: 0.0042  memory: 10762  loss: 2.5128  grad_norm: nan").unwrap();
+        assert_eq!(step, Some(240));
+        assert!(values
+            .iter()
+            .any(|(m, v)| *m == Metric::GradNorm && v.is_nan()));
+        let (step, _) = get("2023/05/01 10:00:00 - mmengine - INFO - Iter(train) [  1200/160000]  lr: 1.0e-02  time: 0.5  loss: 0.71").unwrap();
+        assert_eq!(step, Some(1200));
+        assert_eq!(mmengine_step(b"Epoch(val) [1][20/50]  loss: 0.3"), None);
+        assert_eq!(mmengine_step(b"Iter(train) [x/10]"), None);
+    }
 
     #[test]
     fn pipe_separated_step_line() {

@@ -88,9 +88,13 @@ impl FiniteTrack {
         let (last, bad, kind_start) = (self.last?, self.bad_start?, self.kind_start?);
         // Mixed precision skips a step on an overflow and the gradient norm
         // is inf or nan for it; a short run of those at the end is normal.
-        let least = if metric == Metric::GradNorm { 3 } else { 1 };
-        if self.bad_len < least {
-            return None;
+        // A run counts when it has three samples, or two that lie three or
+        // more steps apart (a log line every N steps).
+        if metric == Metric::GradNorm {
+            let spanned = last.step.saturating_sub(bad.step) + 1;
+            if self.bad_len < 2 || self.bad_len < 3 && spanned < 3 {
+                return None;
+            }
         }
         let name = metric.name();
         let text = match self.last_finite {
@@ -449,6 +453,26 @@ mod tests {
         let t = track(&[1.0, 2.0, f64::INFINITY, 1.5, 1.2, f64::NAN]);
         assert_eq!(t.finite.trend(Metric::GradNorm), None);
         assert!(t.finite.trend(Metric::Loss).is_some());
+    }
+
+    #[test]
+    fn two_non_finite_grad_norms_logged_ten_steps_apart_are_a_trend() {
+        let mut t = Track::default();
+        for (i, v) in [3.06, 2.76, 2.51, f64::NAN, f64::NAN].iter().enumerate() {
+            let i = i as u64;
+            t.push(Sample {
+                step: 200 + 10 * i,
+                value: *v,
+                line: i + 1,
+            });
+        }
+        assert_eq!(
+            t.finite.trend(Metric::GradNorm).unwrap().text,
+            "trend: grad_norm is nan from step 230 (last finite 2.51 at step 220, first non-finite nan at step 230)"
+        );
+        // Two in a row on consecutive steps: still a transient overflow.
+        let t = track(&[1.0, 2.0, f64::NAN, f64::NAN]);
+        assert_eq!(t.finite.trend(Metric::GradNorm), None);
     }
 
     #[test]
