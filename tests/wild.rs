@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 /// them when the corpus is answered better; never lower them to land a
 /// change of the rules. Only a batch of new cases joining the corpus may
 /// lower them, and the README says by how much.
-const TRAIN_FLOOR: f64 = 93.0;
+const TRAIN_FLOOR: f64 = 92.5;
 const HOLDOUT_FLOOR: f64 = 76.0;
 
 const README_START: &str = "<!-- wild-accuracy:start -->\n";
