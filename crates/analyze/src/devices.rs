@@ -134,34 +134,14 @@ pub(crate) fn attribute_ranks(findings: &mut [Finding]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coroner_model::{Category, Location, Printer, Role, Severity};
+    use crate::test_support::finding;
+    use coroner_model::{Category, Printer, Role, Severity};
 
     fn printed(rule: &str, host: Option<&str>, pid: u32, device: u32) -> Finding {
         Finding {
-            rule: rule.to_owned(),
-            category: Category::NcclConfig,
-            severity: Severity::Error,
-            role: Role::Cause,
-            title: String::new(),
-            message: String::new(),
-            count: 1,
-            first_seen: Location {
-                input: "log".to_owned(),
-                line: 1,
-                byte_offset: 0,
-                time: None,
-            },
-            evidence: Vec::new(),
-            captures: Default::default(),
-            rank: None,
             host: host.map(str::to_owned),
-            gpu: None,
-            action: None,
-            remediation: Vec::new(),
-            references: Vec::new(),
-            explained_by: None,
-            traceback: None,
             printed_by: Some(Printer { pid, device }),
+            ..finding(rule, Category::NcclConfig, Severity::Error, Role::Cause, 1)
         }
     }
 

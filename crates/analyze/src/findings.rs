@@ -219,15 +219,12 @@ impl FindingTable {
     ) -> Option<EvidenceSlot> {
         let rank = captured_rank(&m.captures).or(m.line_rank).or(input_rank);
         let anchor = m.lines.first()?;
+        let unprefixed = strip_rank_prefix(&anchor.text).rest;
         let host = captured_host(&m.captures)
-            .or_else(|| line_host(strip_rank_prefix(&anchor.text).rest))
+            .or_else(|| line_host(unprefixed))
             .map(str::to_owned);
         let gpu = captured_gpu(&m.captures);
         let key = key(m.rule, rank, host.as_ref(), gpu.as_ref());
-        let printed_by = nccl_process(strip_rank_prefix(&anchor.text).rest).map(|p| Printer {
-            pid: p.pid,
-            device: p.device,
-        });
         let at = match self.index.get(&key) {
             Some(&i) => {
                 let entry = &mut self.entries[i];
@@ -248,7 +245,7 @@ impl FindingTable {
                         line: anchor.number,
                         byte_offset: anchor.offset,
                         time: line_time(&anchor.text)
-                            .or_else(|| line_time(strip_rank_prefix(&anchor.text).rest))
+                            .or_else(|| line_time(unprefixed))
                             .map(|t| t.display()),
                     },
                     order: (self.input, anchor.number),
@@ -260,7 +257,10 @@ impl FindingTable {
                         .map(|(k, v)| (k.clone(), inert(v).into_owned()))
                         .collect(),
                     traceback: None,
-                    printed_by,
+                    printed_by: nccl_process(unprefixed).map(|p| Printer {
+                        pid: p.pid,
+                        device: p.device,
+                    }),
                 });
                 self.index.insert(key, self.entries.len() - 1);
                 self.entries.len() - 1

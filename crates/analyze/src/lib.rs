@@ -24,6 +24,8 @@ mod scan;
 mod split;
 mod stacks;
 mod tail;
+#[cfg(test)]
+mod test_support;
 mod torch_dumps;
 mod trends;
 mod unread;

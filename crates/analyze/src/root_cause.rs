@@ -412,42 +412,8 @@ fn unknown_summary(findings: &[Finding], inputs: &[InputSummary]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coroner_model::Location;
 
-    fn finding(
-        rule: &str,
-        category: Category,
-        severity: Severity,
-        role: Role,
-        line: u64,
-    ) -> Finding {
-        Finding {
-            rule: rule.to_owned(),
-            category,
-            severity,
-            role,
-            title: String::new(),
-            message: format!("{rule} happened"),
-            count: 1,
-            first_seen: Location {
-                input: "log".to_owned(),
-                line,
-                byte_offset: 0,
-                time: None,
-            },
-            evidence: Vec::new(),
-            captures: Default::default(),
-            rank: None,
-            host: None,
-            gpu: None,
-            action: None,
-            remediation: Vec::new(),
-            references: Vec::new(),
-            explained_by: None,
-            traceback: None,
-            printed_by: None,
-        }
-    }
+    use crate::test_support::finding;
 
     #[test]
     fn the_most_severe_cause_wins_then_the_earliest() {

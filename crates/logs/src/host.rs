@@ -73,8 +73,8 @@ pub fn nccl_process(line: &str) -> Option<NcclProcess<'_>> {
     })
 }
 
-/// `host:pid:tid [device] ` (or `::pid:tid [device] `): host, pid and
-/// device.
+/// `host:pid:tid [device] ` (or `::pid:tid [device] `), optionally after
+/// one `[...]` time or tag: host, pid and device.
 fn nccl_process_header(s: &str) -> IResult<&str, (&str, &str, &str)> {
     let (s, _) = opt(terminated(
         delimited(char('['), take_till(|c| c == ']'), char(']')),
@@ -99,26 +99,10 @@ fn nccl_process_header(s: &str) -> IResult<&str, (&str, &str, &str)> {
     Ok((s, (host, pid, device)))
 }
 
-/// `host:pid:tid [device] `, optionally after one `[...]` time or tag.
+/// `host:pid:tid [device] `, optionally after one `[...]` time or tag:
+/// the host (empty where a paste lost it, which names no node).
 fn nccl_header(s: &str) -> IResult<&str, &str> {
-    let (s, _) = opt(terminated(
-        delimited(char('['), take_till(|c| c == ']'), char(']')),
-        space1,
-    ))
-    .parse(s)?;
-    terminated(
-        host_name,
-        (
-            char(':'),
-            digit1,
-            char(':'),
-            digit1,
-            char(' '),
-            delimited(char('['), digit1, char(']')),
-            char(' '),
-        ),
-    )
-    .parse(s)
+    nccl_process_header.map(|(host, _, _)| host).parse(s)
 }
 
 /// A syslog time (`Nov 29 21:00:10`, `Nov  1 21:00:10.123456`, or RFC
