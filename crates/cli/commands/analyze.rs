@@ -194,7 +194,7 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
         match &target.file {
             None => write_failed |= !output::print(&text),
             Some(file) => {
-                if let Err(e) = std::fs::write(file, text) {
+                if let Err(e) = output::write_file(file, &text) {
                     output::eprint(&format!(
                         "coroner: cannot write {}: {e}\n",
                         shown_path(file)

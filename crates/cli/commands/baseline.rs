@@ -260,7 +260,7 @@ pub fn create(args: &BaselineCreateArgs) -> ExitCode {
     let text = render(&report);
     match &args.output {
         Some(path) if path.as_os_str() != "-" => {
-            if let Err(e) = std::fs::write(path, &text) {
+            if let Err(e) = output::write_file(path, &text) {
                 output::eprint(&format!(
                     "coroner: cannot write baseline {}: {e}\n",
                     shown_path(path)
