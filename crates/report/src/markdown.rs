@@ -108,6 +108,12 @@ pub fn render(report: &Report) -> String {
         }
         out.push('\n');
     }
+    for note in &report.notes {
+        let _ = writeln!(out, "- {}", inline(note));
+    }
+    if !report.notes.is_empty() {
+        out.push('\n');
+    }
     let _ = writeln!(
         out,
         "<sub>coroner read {} input(s), {} lines.</sub>",
