@@ -786,3 +786,57 @@ fn config_rule_folders_stay_inside_and_no_other_file_is_echoed() {
         "{out:?}"
     );
 }
+
+/// The status of the module whose recorded path is `path` in the core
+/// made from `core.null_read` with its executable's path replaced by
+/// `path` (padded with leading slashes to the same length).
+fn status_of_recorded(dir: &Scratch, path: &str, args: &[&str]) -> String {
+    let original = b"/work/main/fixtures/host-cores/null_read";
+    let padded = format!("{}{path}", "/".repeat(original.len() - path.len()));
+    let mut core = zstd::decode_all(
+        &std::fs::read(crate::util::root().join("fixtures/host-cores/core.null_read.zst")).unwrap()
+            [..],
+    )
+    .unwrap();
+    let mut i = 0;
+    while i + original.len() <= core.len() {
+        if &core[i..i + original.len()] == original {
+            core[i..i + original.len()].copy_from_slice(padded.as_bytes());
+        }
+        i += 1;
+    }
+    std::fs::write(dir.path("core"), &core).unwrap();
+    let mut all = args.to_vec();
+    let core_path = dir.display("core");
+    all.push(&core_path);
+    let (_, report) = analyze_in(&dir.0, &all);
+    let modules = report["inputs"][0]["core"]["modules"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let module = modules
+        .iter()
+        .find(|m| m["path"].as_str() == Some(padded.as_str()))
+        .unwrap_or_else(|| panic!("{padded} in {modules:?}"));
+    assert!(module["resolved"].is_null(), "{module}");
+    module["status"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn paths_a_core_records_are_opened_only_where_the_user_points_and_reveal_nothing() {
+    let dir = Scratch::new("hostile-core-paths");
+    std::fs::create_dir_all(dir.path("sysroot")).unwrap();
+    // An ELF file that exists here (another build) and one that does not:
+    // the report cannot tell them apart.
+    let exists = status_of_recorded(&dir, "/usr/bin/ls", &[]);
+    let absent = status_of_recorded(&dir, "/usr/bin/no-such-file", &[]);
+    assert_eq!(exists, absent);
+    // `..` does not lead out of a sysroot.
+    let sysroot = dir.display("sysroot");
+    let up = status_of_recorded(&dir, "/../../../../../usr/bin/ls", &["--sysroot", &sysroot]);
+    assert_eq!(up, absent);
+    // Nor does a link inside it.
+    std::os::unix::fs::symlink("/usr", dir.path("sysroot/usr")).unwrap();
+    let linked = status_of_recorded(&dir, "/usr/bin/ls", &["--sysroot", &sysroot]);
+    assert_eq!(linked, absent);
+}
