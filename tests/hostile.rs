@@ -647,3 +647,196 @@ fn hostile_pickles_are_refused_with_their_offset_and_nothing_runs() {
         assert!(kib < 512 * 1024, "peak RSS {kib} KiB");
     }
 }
+
+/// Runs `coroner analyze --format json ARGS` in `cwd`.
+fn analyze_in(cwd: &Path, args: &[&str]) -> (Output, serde_json::Value) {
+    let out = coroner()
+        .current_dir(cwd)
+        .args(["analyze", "--format", "json"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out, report)
+}
+
+const OOM_RULE: &str = "torch-cuda-oom-larger-than-gpu";
+
+fn ruled_out(report: &serde_json::Value) -> bool {
+    !report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["rule"] == OOM_RULE)
+}
+
+#[test]
+fn a_coroner_toml_others_can_write_or_own_is_not_applied_and_the_report_says_so() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Scratch::new("hostile-config");
+    let log = crate::util::root().join(fixture(OOM));
+    let log = log.to_str().unwrap();
+    std::fs::write(
+        dir.path("coroner.toml"),
+        format!("ignore = [\"{OOM_RULE}\"]\n"),
+    )
+    .unwrap();
+    // Applied: the report names the file that left the finding out.
+    let (_, report) = analyze_in(&dir.0, &[log]);
+    assert!(ruled_out(&report), "{report}");
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("coroner.toml") && notes.contains("left out"),
+        "{notes}"
+    );
+    // A directory others may write to: not applied, and said.
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (out, report) = analyze_in(&dir.0, &[log]);
+    assert!(!ruled_out(&report), "{report}");
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("not applied") && notes.contains("others may write"),
+        "{notes}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not applied"));
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Owned by another user (only root can make such a file here).
+    if Command::new("chown")
+        .args(["65534", dir.path("coroner.toml").to_str().unwrap()])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let (_, report) = analyze_in(&dir.0, &[log]);
+        assert!(!ruled_out(&report), "{report}");
+        assert!(
+            report["notes"].to_string().contains("another user"),
+            "{report}"
+        );
+        // Named on the command line, it is applied.
+        let (_, report) = analyze_in(&dir.0, &["--config", "coroner.toml", log]);
+        assert!(ruled_out(&report), "{report}");
+    }
+}
+
+#[test]
+fn config_rule_folders_stay_inside_and_no_other_file_is_echoed() {
+    let dir = Scratch::new("hostile-config-paths");
+    let project = dir.path("project");
+    std::fs::create_dir_all(project.join("rules")).unwrap();
+    std::fs::create_dir_all(dir.path("outside")).unwrap();
+    let log = crate::util::root().join(fixture(OOM));
+    let log = log.to_str().unwrap();
+    for rules in ["../outside", "/etc", "rules/../../outside"] {
+        std::fs::write(
+            project.join("coroner.toml"),
+            format!("rules = [\"{rules}\"]\n"),
+        )
+        .unwrap();
+        let (out, _) = analyze_in(&project, &[log]);
+        assert_eq!(out.status.code(), Some(2), "{rules}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--rules"),
+            "{out:?}"
+        );
+    }
+    // Through a link, too.
+    std::os::unix::fs::symlink(dir.path("outside"), project.join("link")).unwrap();
+    std::fs::write(project.join("coroner.toml"), "rules = [\"link\"]\n").unwrap();
+    let (out, _) = analyze_in(&project, &[log]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    // On the command line, a folder anywhere is fine.
+    std::fs::remove_file(project.join("coroner.toml")).unwrap();
+    let (out, _) = analyze_in(&project, &["--rules", "../outside", log]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // A file named as the configuration or the baseline is never quoted.
+    std::fs::write(dir.path("secret"), "password = hunter2 [\n").unwrap();
+    for flag in ["--config", "--baseline"] {
+        let (out, _) = analyze_in(&project, &[flag, "../secret", log]);
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("hunter2"), "{flag}: {err}");
+    }
+    // Only regular files of bounded size.
+    for (flag, path) in [
+        ("--baseline", "/dev/zero"),
+        ("--config", "/dev/zero"),
+        ("--baseline", ".."),
+    ] {
+        let (out, _) = analyze_in(&project, &[flag, path, log]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {path}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("not a regular file"),
+            "{out:?}"
+        );
+    }
+    let big = std::fs::File::create(dir.path("big.json")).unwrap();
+    big.set_len(17 << 20).unwrap();
+    let (out, _) = analyze_in(&project, &["--baseline", "../big.json", log]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("larger than"),
+        "{out:?}"
+    );
+    let rule = std::fs::File::create(dir.path("outside/huge.toml")).unwrap();
+    rule.set_len(2 << 20).unwrap();
+    let (out, _) = analyze_in(&project, &["--rules", "../outside", log]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("larger than"),
+        "{out:?}"
+    );
+}
+
+/// The status of the module whose recorded path is `path` in the core
+/// made from `core.null_read` with its executable's path replaced by
+/// `path` (padded with leading slashes to the same length).
+fn status_of_recorded(dir: &Scratch, path: &str, args: &[&str]) -> String {
+    let original = b"/work/main/fixtures/host-cores/null_read";
+    let padded = format!("{}{path}", "/".repeat(original.len() - path.len()));
+    let mut core = zstd::decode_all(
+        &std::fs::read(crate::util::root().join("fixtures/host-cores/core.null_read.zst")).unwrap()
+            [..],
+    )
+    .unwrap();
+    let mut i = 0;
+    while i + original.len() <= core.len() {
+        if &core[i..i + original.len()] == original {
+            core[i..i + original.len()].copy_from_slice(padded.as_bytes());
+        }
+        i += 1;
+    }
+    std::fs::write(dir.path("core"), &core).unwrap();
+    let mut all = args.to_vec();
+    let core_path = dir.display("core");
+    all.push(&core_path);
+    let (_, report) = analyze_in(&dir.0, &all);
+    let modules = report["inputs"][0]["core"]["modules"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let module = modules
+        .iter()
+        .find(|m| m["path"].as_str() == Some(padded.as_str()))
+        .unwrap_or_else(|| panic!("{padded} in {modules:?}"));
+    assert!(module["resolved"].is_null(), "{module}");
+    module["status"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn paths_a_core_records_are_opened_only_where_the_user_points_and_reveal_nothing() {
+    let dir = Scratch::new("hostile-core-paths");
+    std::fs::create_dir_all(dir.path("sysroot")).unwrap();
+    // An ELF file that exists here (another build) and one that does not:
+    // the report cannot tell them apart.
+    let exists = status_of_recorded(&dir, "/usr/bin/ls", &[]);
+    let absent = status_of_recorded(&dir, "/usr/bin/no-such-file", &[]);
+    assert_eq!(exists, absent);
+    // `..` does not lead out of a sysroot.
+    let sysroot = dir.display("sysroot");
+    let up = status_of_recorded(&dir, "/../../../../../usr/bin/ls", &["--sysroot", &sysroot]);
+    assert_eq!(up, absent);
+    // Nor does a link inside it.
+    std::os::unix::fs::symlink("/usr", dir.path("sysroot/usr")).unwrap();
+    let linked = status_of_recorded(&dir, "/usr/bin/ls", &["--sysroot", &sysroot]);
+    assert_eq!(linked, absent);
+}

@@ -41,19 +41,62 @@ pub struct Config {
 
 /// The configuration the arguments ask for: none with `--no-config`, the
 /// file named by `--config`, or the one discovered from the current
-/// directory. `Err` is a message naming the file.
-pub fn resolve(args: &ConfigArgs) -> Result<Option<Config>, String> {
+/// directory when it is safe to apply (see [`untrusted`]); the second
+/// value says why a discovered file was not applied. `Err` is a message
+/// naming the file.
+pub fn resolve(args: &ConfigArgs) -> Result<(Option<Config>, Option<String>), String> {
     if args.no_config {
-        return Ok(None);
+        return Ok((None, None));
     }
     if let Some(path) = &args.config {
-        return load(path).map(Some);
+        return load(path).map(|c| (Some(c), None));
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     match discover(&cwd) {
-        Some(path) => load(&path).map(Some),
-        None => Ok(None),
+        Some(path) => match untrusted(&path) {
+            Some(why) => Ok((
+                None,
+                Some(format!(
+                    "{} was not applied: {why} (name it with --config to use it)",
+                    shown_path(&path)
+                )),
+            )),
+            None => load(&path).map(|c| (Some(c), None)),
+        },
+        None => Ok((None, None)),
     }
+}
+
+/// Why a discovered `coroner.toml` must not be applied, as git refuses a
+/// repository another user owns: the file or its directory belongs to
+/// another user, or others may write to it. Such a file could have been
+/// put there to hide findings (`ignore`, `baseline`) or to load rules.
+#[cfg(unix)]
+pub fn untrusted(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = dir.unwrap_or(Path::new("."));
+    for (what, p) in [("it", path), ("its directory", dir)] {
+        let Ok(meta) = std::fs::metadata(p) else {
+            return Some(format!("{what} cannot be examined"));
+        };
+        if meta.uid() != me {
+            return Some(format!(
+                "{what} belongs to another user (uid {})",
+                meta.uid()
+            ));
+        }
+        if meta.mode() & 0o002 != 0 {
+            return Some(format!("others may write to {what}"));
+        }
+    }
+    None
+}
+
+#[cfg(not(unix))]
+pub fn untrusted(_path: &Path) -> Option<String> {
+    None
 }
 
 /// The coroner.toml that applies in `start`: the first found walking up
@@ -71,19 +114,68 @@ pub fn discover(start: &Path) -> Option<PathBuf> {
     None
 }
 
-/// Reads and checks the file at `path`.
+/// The largest configuration file read.
+pub const MAX_CONFIG: u64 = 1 << 20;
+
+/// Reads and checks the file at `path`: a regular file of at most
+/// [`MAX_CONFIG`] bytes, whose rule folders stay inside its directory.
 pub fn load(path: &Path) -> Result<Config, String> {
     let shown = shown_path(path);
-    let text = std::fs::read_to_string(path)
+    let text = read_regular(path, MAX_CONFIG)
         .map_err(|e| format!("cannot read configuration {shown}: {e}"))?;
-    parse(&text, path).map_err(|e| format!("invalid configuration {shown}: {e}"))
+    let config = parse(&text, path).map_err(|e| format!("invalid configuration {shown}: {e}"))?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let home = dir.unwrap_or(Path::new(".")).canonicalize();
+    for rules in &config.rules {
+        // A folder that exists must not lead outside through a link.
+        let inside = match (&home, rules.canonicalize()) {
+            (Ok(home), Ok(real)) => real.starts_with(home),
+            _ => true,
+        };
+        if !inside {
+            return Err(format!(
+                "invalid configuration {shown}: the rule folder {} leads outside the directory of the file; give it with --rules instead",
+                shown_path(rules)
+            ));
+        }
+    }
+    Ok(config)
+}
+
+/// The text of `path` when it is a regular file (links followed) of at
+/// most `max` bytes.
+pub fn read_regular(path: &Path, max: u64) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".to_owned());
+    }
+    if meta.len() > max {
+        return Err(format!("larger than {max} bytes"));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > max {
+        return Err(format!("larger than {max} bytes"));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())
 }
 
 /// Parses the text of a coroner.toml found at `path`.
 pub fn parse(text: &str, path: &Path) -> Result<Config, String> {
+    // The parser's message only, with a line and column: its own display
+    // quotes the line, and a file named by --config need not be one.
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        let msg = e.to_string();
-        msg.trim_end().to_owned()
+        let at = e.span().map_or(String::new(), |span| {
+            let before = text.get(..span.start).unwrap_or_default();
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!(" at line {line}, column {column}")
+        });
+        format!("{}{at}", e.message().trim_end())
     })?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut config = Config {
@@ -93,10 +185,16 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, String> {
     for (key, value) in &table {
         match key.as_str() {
             "rules" => {
-                config.rules = strings(key, value)?
-                    .into_iter()
-                    .map(|r| dir.join(r))
-                    .collect();
+                // Relative to this file and inside its directory: a folder
+                // elsewhere is given on the command line.
+                let list = strings(key, value)?;
+                if let Some(out) = list.iter().find(|r| leaves(Path::new(r))) {
+                    return Err(format!(
+                        "`rules`: {} is not inside the directory of this file; give it with --rules instead",
+                        coroner_model::inert(out)
+                    ));
+                }
+                config.rules = list.into_iter().map(|r| dir.join(r)).collect();
             }
             "ignore" => config.ignore = strings(key, value)?,
             "fail_on" => {
@@ -122,6 +220,17 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, String> {
         }
     }
     Ok(config)
+}
+
+/// Whether the relative path `p` could lead out of the directory it is
+/// relative to: absolute, or with a `..`.
+fn leaves(p: &Path) -> bool {
+    p.components().any(|c| {
+        !matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    })
 }
 
 fn strings(key: &str, value: &toml::Value) -> Result<Vec<String>, String> {
@@ -170,6 +279,9 @@ mod tests {
         assert!(parse("ignor = []", p).is_err_and(|e| e.contains("ignor")));
         assert!(parse("rules = \"r\"", p).is_err_and(|e| e.contains("array")));
         assert!(parse("rules = [", p).is_err());
+        assert!(parse("rules = [\"../up\"]", p).is_err_and(|e| e.contains("--rules")));
+        assert!(parse("rules = [\"/etc\"]", p).is_err());
+        assert!(parse("secret = [", p).is_err_and(|e| !e.contains("secret")));
     }
 }
 
@@ -177,8 +289,12 @@ mod tests {
 /// list given on the command line replaces the file's.
 #[derive(Debug)]
 pub struct Settings {
-    /// The config file, when one was found.
+    /// The config file, when one was found and applied.
     pub file: Option<Config>,
+    /// Why a config file that was found was not applied.
+    pub refused: Option<String>,
+    /// Whether `ignore` came from the config file.
+    pub ignore_from_file: bool,
     /// Rule directories and built-in switch.
     pub rule_args: crate::args::RuleArgs,
     /// Rule ids whose findings are left out.
@@ -191,13 +307,14 @@ pub fn settings(
     rule_args: &crate::args::RuleArgs,
     ignore: &[String],
 ) -> Result<Settings, String> {
-    let file = resolve(config)?;
+    let (file, refused) = resolve(config)?;
     let mut rule_args = rule_args.clone();
     if rule_args.rules.is_empty() {
         if let Some(c) = &file {
             rule_args.rules = c.rules.clone();
         }
     }
+    let ignore_from_file = ignore.is_empty() && file.as_ref().is_some_and(|c| !c.ignore.is_empty());
     let ignore = if ignore.is_empty() {
         file.as_ref().map(|c| c.ignore.clone()).unwrap_or_default()
     } else {
@@ -205,6 +322,8 @@ pub fn settings(
     };
     Ok(Settings {
         file,
+        refused,
+        ignore_from_file,
         rule_args,
         ignore,
     })

@@ -1,6 +1,9 @@
-//! Writing to stdout and stderr; a closed pipe ends output quietly.
-//! Colour and width follow the terminal, `--color` and the usual
-//! environment variables.
+//! Writing to stdout, stderr and report files; a closed pipe ends output
+//! quietly. Colour and width follow the terminal, `--color` and the usual
+//! environment variables. Everything written goes through
+//! [`coroner_model::inert_output`]: whatever a renderer or a message let
+//! through, no byte leaves coroner that acts on a terminal, and the only
+//! escape sequences are coroner's own colours.
 
 use crate::args::ColorChoice;
 use coroner_report::Style;
@@ -17,6 +20,7 @@ pub fn set_color(choice: ColorChoice) {
 /// Writes `text` to stdout. Returns false only for errors other than a
 /// broken pipe (a reader that went away, as `| head` does, is fine).
 pub fn print(text: &str) -> bool {
+    let text = coroner_model::inert_output(text, stdout_style().color);
     let mut out = io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => true,
@@ -26,7 +30,13 @@ pub fn print(text: &str) -> bool {
 
 /// Writes `text` to stderr, ignoring failures.
 pub fn eprint(text: &str) {
+    let text = coroner_model::inert_output(text, stderr_style().color);
     let _ = io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// Writes `text` to the file `path` (a report: never coloured).
+pub fn write_file(path: &std::path::Path, text: &str) -> io::Result<()> {
+    std::fs::write(path, coroner_model::inert_output(text, false).as_bytes())
 }
 
 /// Style for stdout.

@@ -6,7 +6,7 @@ use crate::core_text::{gpu_core_text, host_core_text};
 use crate::findings::FindingTable;
 use crate::scan::scan_text;
 use coroner_ingest::{Input, InputSource, Mapped, Opened};
-use coroner_model::{InputError, InputKind, InputSummary};
+use coroner_model::{inert, InputError, InputKind, InputSummary};
 use coroner_rules::RuleSet;
 use std::io::Cursor;
 
@@ -37,6 +37,7 @@ pub(crate) fn analyze_core(
     let (text, warnings, error) = match kind {
         InputKind::CudaGpuCore => match coroner_gpucore::read_gpu_core(&mapped) {
             Ok(core) => {
+                let core = inert_strings(core);
                 let text = gpu_core_text(&core);
                 let warnings = core.warnings.len();
                 summary.gpu_core = Some(Box::new(core));
@@ -50,6 +51,7 @@ pub(crate) fn analyze_core(
         },
         _ => match coroner_hostcore::read_host_core(&mapped, host) {
             Ok(core) => {
+                let core = inert_strings(core);
                 let text = host_core_text(&core);
                 let warnings = core.warnings.len();
                 summary.core = Some(Box::new(core));
@@ -77,6 +79,31 @@ pub(crate) fn analyze_core(
     scan_text(input, kind, Cursor::new(text), rules, table, summary);
     summary.bytes = mapped.len() as u64;
     summary.lines = 0;
+}
+
+/// `core` with every string in it made [`inert`]: the process name and
+/// arguments, module and source paths, kernel, device and symbol names are
+/// bytes from the dump (or from files it names). All of them at once,
+/// through the core's serialised form, so that a field added to a core
+/// later is covered as well.
+fn inert_strings<T: serde::Serialize + serde::de::DeserializeOwned>(core: T) -> T {
+    fn visit(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::String(s) => {
+                if let std::borrow::Cow::Owned(shown) = inert(s) {
+                    *s = shown;
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(visit),
+            serde_json::Value::Object(fields) => fields.values_mut().for_each(visit),
+            _ => {}
+        }
+    }
+    let Ok(mut value) = serde_json::to_value(&core) else {
+        return core;
+    };
+    visit(&mut value);
+    serde_json::from_value(value).unwrap_or(core)
 }
 
 /// The core's bytes: a plain file is mapped where it lies; compressed data

@@ -185,6 +185,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
         findings,
         inputs,
         stats,
+        notes: Vec::new(),
     }
 }
 

@@ -52,10 +52,19 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
         }
     };
     let (config, rule_args, ignore) = (settings.file, settings.rule_args, settings.ignore);
+    let config_name = config.as_ref().map(|c| shown_path(&c.path));
+    let mut notes: Vec<String> = settings.refused.into_iter().collect();
+    let refused = notes.len();
+    if !args.quiet {
+        for note in &notes {
+            output::eprint(&format!("coroner: warning: {note}\n"));
+        }
+    }
     let fail_on = args
         .fail_on
         .or(config.as_ref().and_then(|c| c.fail_on))
         .unwrap_or(Severity::Error);
+    let baseline_from_file = !args.no_baseline && args.baseline.is_none();
     let baseline_path = if args.no_baseline {
         None
     } else {
@@ -144,21 +153,35 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
         super::warn_unknown_rules(&ignore, &rules);
     }
     let suppressed = baseline::apply(&mut report, &rules, &ignore, baseline.as_ref());
-    if !args.quiet && (suppressed.ignored > 0 || suppressed.baselined > 0) {
-        let mut parts = Vec::new();
-        if suppressed.baselined > 0 {
-            let file = baseline_path.as_deref().map(shown_path).unwrap_or_default();
-            parts.push(format!("{} by baseline {file}", suppressed.baselined));
-        }
-        if suppressed.ignored > 0 {
-            parts.push(format!("{} by ignore", suppressed.ignored));
-        }
-        output::eprint(&format!(
-            "coroner: {} finding(s) left out ({})\n",
-            suppressed.ignored + suppressed.baselined,
-            parts.join(", ")
+    // The report names the files that left findings out.
+    let named_in = |from_file: bool| match (&config_name, from_file) {
+        (Some(c), true) => format!(" (named in {c})"),
+        _ => String::new(),
+    };
+    if suppressed.baselined > 0 {
+        let file = baseline_path.as_deref().map(shown_path).unwrap_or_default();
+        notes.push(format!(
+            "{} finding(s) left out by baseline {file}{}",
+            suppressed.baselined,
+            named_in(baseline_from_file)
         ));
     }
+    if suppressed.ignored > 0 {
+        let by = match (&config_name, settings.ignore_from_file) {
+            (Some(c), true) => format!("`ignore` in {c}"),
+            _ => "--ignore".to_owned(),
+        };
+        notes.push(format!(
+            "{} finding(s) left out by {by}",
+            suppressed.ignored
+        ));
+    }
+    if !args.quiet {
+        for note in &notes[refused..] {
+            output::eprint(&format!("coroner: {note}\n"));
+        }
+    }
+    report.notes = notes;
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let base = PathBase {
         cwd,
@@ -194,7 +217,7 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
         match &target.file {
             None => write_failed |= !output::print(&text),
             Some(file) => {
-                if let Err(e) = std::fs::write(file, text) {
+                if let Err(e) = output::write_file(file, &text) {
                     output::eprint(&format!(
                         "coroner: cannot write {}: {e}\n",
                         shown_path(file)

@@ -26,6 +26,10 @@ use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::path::Path;
 
+/// The largest baseline file read (a baseline holds a few hundred
+/// fingerprints of about 100 bytes each).
+pub const MAX_BASELINE: u64 = 16 << 20;
+
 /// The baseline file layout version.
 pub const VERSION: u64 = 1;
 
@@ -116,7 +120,7 @@ impl Baseline {
     /// Reads a baseline file; `Err` is a message naming it.
     pub fn load(path: &Path) -> Result<Baseline, String> {
         let shown = shown_path(path);
-        let text = std::fs::read_to_string(path)
+        let text = crate::config::read_regular(path, MAX_BASELINE)
             .map_err(|e| format!("cannot read baseline {shown}: {e}"))?;
         Baseline::parse(&text).map_err(|e| format!("invalid baseline {shown}: {e}"))
     }
@@ -236,6 +240,9 @@ pub fn create(args: &BaselineCreateArgs) -> ExitCode {
             return ExitCode::ToolError;
         }
     };
+    if let Some(why) = &settings.refused {
+        output::eprint(&format!("coroner: warning: {why}\n"));
+    }
     let (rule_args, ignore) = (settings.rule_args, settings.ignore);
     let selection = match args.walk.selection() {
         Ok(s) => s,
@@ -260,7 +267,7 @@ pub fn create(args: &BaselineCreateArgs) -> ExitCode {
     let text = render(&report);
     match &args.output {
         Some(path) if path.as_os_str() != "-" => {
-            if let Err(e) = std::fs::write(path, &text) {
+            if let Err(e) = output::write_file(path, &text) {
                 output::eprint(&format!(
                     "coroner: cannot write baseline {}: {e}\n",
                     shown_path(path)

@@ -3,7 +3,7 @@
 //! whose build id matches (a file with another build id is never used).
 
 use std::cell::OnceCell;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use coroner_ingest::Mapped;
 use coroner_model::MappedModule;
@@ -179,36 +179,55 @@ pub fn resolve(
         if module.info.path.is_empty() || module.info.path.starts_with("/dev/") {
             continue;
         }
-        let mut candidates: Vec<PathBuf> = Vec::new();
+        // Where to look, and whether the user pointed there: a path the
+        // core records is looked up on this machine only for a module
+        // with a build id, and only a match counts, so that the report
+        // does not tell which of the paths a core names exist here.
+        let mut candidates: Vec<(PathBuf, bool)> = Vec::new();
         if let Some(exe) = &options.exe {
             let same_name = exe
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy() == file_name(&module.info.path));
             let same_id = exe_id.is_some() && exe_id == module.info.build_id;
             if module.main || same_name || same_id {
-                candidates.push(exe.clone());
+                candidates.push((exe.clone(), true));
             }
         }
-        let relative = module.info.path.trim_start_matches('/');
-        for root in &options.sysroots {
-            candidates.push(root.join(relative));
+        let recorded = Path::new(&module.info.path);
+        let plain = recorded
+            .components()
+            .all(|c| !matches!(c, Component::ParentDir | Component::Prefix(_)));
+        if plain {
+            let relative = module.info.path.trim_start_matches('/');
+            for root in &options.sysroots {
+                candidates.push((root.join(relative), true));
+            }
         }
         for dir in &options.debug_dirs {
             if let Some(id) = &module.info.build_id {
                 if let (Some(head), Some(tail)) = (id.get(..2), id.get(2..)) {
-                    candidates.push(
+                    candidates.push((
                         dir.join(".build-id")
                             .join(head)
                             .join(format!("{tail}.debug")),
-                    );
+                        true,
+                    ));
                 }
             }
-            candidates.push(dir.join(file_name(&module.info.path)));
+            let name = file_name(&module.info.path);
+            if !matches!(name, "" | "." | "..") {
+                candidates.push((dir.join(name), true));
+            }
         }
-        candidates.push(PathBuf::from(&module.info.path));
+        if plain && recorded.is_absolute() && module.info.build_id.is_some() {
+            candidates.push((recorded.to_path_buf(), false));
+        }
 
         let mut mismatched: Option<PathBuf> = None;
-        for candidate in candidates {
+        for (candidate, pointed) in candidates {
+            if pointed && !inside_a_root(&candidate, options) {
+                continue;
+            }
             let Some((mapped, id)) = open_with_id(&candidate) else {
                 continue;
             };
@@ -219,7 +238,9 @@ pub fn resolve(
                 (Some(_), None) => false,
             };
             if !verified {
-                mismatched.get_or_insert(candidate);
+                if pointed {
+                    mismatched.get_or_insert(candidate);
+                }
                 continue;
             }
             if module.info.build_id.is_none() {
@@ -258,6 +279,9 @@ pub fn resolve(
             if module.info.resolved.as_deref() == Some(&*path.to_string_lossy()) {
                 continue;
             }
+            if !inside_a_root(&path, options) {
+                continue;
+            }
             if let Some((mapped, Some(have))) = open_with_id(&path) {
                 if have == id {
                     open.files.push(mapped);
@@ -267,6 +291,24 @@ pub fn resolve(
             }
         }
     }
+}
+
+/// Whether `candidate` is the `--exe` file or, links resolved, lies inside
+/// one of the `--sysroot` or `--debug-dir` folders (a recorded path with
+/// `..` or a link inside the folder must not lead out of it).
+fn inside_a_root(candidate: &Path, options: &Options) -> bool {
+    if options.exe.as_deref() == Some(candidate) {
+        return true;
+    }
+    let Ok(real) = candidate.canonicalize() else {
+        return false;
+    };
+    options
+        .sysroots
+        .iter()
+        .chain(&options.debug_dirs)
+        .filter_map(|root| root.canonicalize().ok())
+        .any(|root| real.starts_with(root))
 }
 
 /// Adds the vDSO, whose image is always in the core.

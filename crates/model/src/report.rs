@@ -304,6 +304,11 @@ pub struct Report {
     /// first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unread: Vec<UnreadLines>,
+    /// What the settings did to this report: a `coroner.toml` that was
+    /// found but not applied, and the files (a configuration, a baseline)
+    /// that left findings out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Lines of one template that look like a failure and that no rule read.

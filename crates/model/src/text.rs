@@ -35,9 +35,71 @@ pub fn inert(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// A path as reports show it: [`inert`], so that a file name cannot act
-/// on a terminal or a CI runner either.
+/// on a terminal or a CI runner either, and bytes that are not UTF-8 as
+/// `\xff`, so that two such names stay distinct.
 pub fn shown_path(path: &std::path::Path) -> String {
-    inert(&path.display().to_string()).into_owned()
+    shown_bytes(path.as_os_str().as_encoded_bytes())
+}
+
+/// Bytes from an input as reports show them: their UTF-8 text made
+/// [`inert`], every byte that is not UTF-8 as `\xNN`.
+pub fn shown_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(&inert(chunk.valid()));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// Text about to leave coroner (a report, a message on stderr) with
+/// anything that could still act made inert: the last guard behind
+/// [`inert`], which input text went through when it entered a report.
+/// Line feeds and tabs are kept; so are coroner's own colours (SGR
+/// sequences, `ESC [ digits m`) when `colour` is set. Every other control
+/// is shown in caret notation and the invisible characters as `\uXXXX`,
+/// which is also a valid escape inside a JSON string.
+pub fn inert_output(text: &str, colour: bool) -> std::borrow::Cow<'_, str> {
+    let acts = |c: char| c != '\n' && needs_escape(c);
+    if !text.chars().any(acts) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let len = c.len_utf8();
+        if c == '\x1b' && colour {
+            if let Some(n) = sgr_len(rest) {
+                out.push_str(&rest[..n]);
+                rest = &rest[n..];
+                continue;
+            }
+        }
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\u{0}'..='\u{1f}' => {
+                out.push('^');
+                out.push(char::from(c as u8 + 0x40));
+            }
+            '\u{7f}' => out.push_str("^?"),
+            c if needs_escape(c) => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+        rest = &rest[len..];
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The length of the SGR sequence (`ESC [ 0-9; m`) `s` starts with.
+fn sgr_len(s: &str) -> Option<usize> {
+    let body = s.strip_prefix("\x1b[")?;
+    let params = body
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b';')
+        .count();
+    (body.as_bytes().get(params) == Some(&b'm')).then_some(2 + params + 1)
 }
 
 /// [`inert`], then [`cap_chars`].
@@ -76,5 +138,26 @@ mod tests {
         );
         assert_eq!(inert("line\nnext"), "line^Jnext");
         assert_eq!(inert_capped("a\rbcdef", 4), "a^Mb…");
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_stay_distinct() {
+        assert_eq!(shown_bytes(b"a\xffb\xfe\x1b"), "a\\xffb\\xfe^[");
+        assert_ne!(shown_bytes(b"a\xff"), shown_bytes(b"a\xfe"));
+    }
+
+    #[test]
+    fn output_keeps_lines_and_own_colours_only() {
+        assert_eq!(inert_output("a\nb\tc", false), "a\nb\tc");
+        assert_eq!(
+            inert_output("\x1b[1;31mred\x1b[0m", true),
+            "\x1b[1;31mred\x1b[0m"
+        );
+        assert_eq!(inert_output("\x1b[1;31mred", false), "^[[1;31mred");
+        assert_eq!(
+            inert_output("\x1b[2J\x1b]52;c;x\x07", true),
+            "^[[2J^[]52;c;x^G"
+        );
+        assert_eq!(inert_output("\u{9b}2J\r", true), "\\u009b2J^M");
     }
 }

@@ -318,6 +318,9 @@ fn write_inputs(out: &mut String, report: &Report, style: Style) {
         report.stats.lines,
         human_bytes(report.stats.bytes)
     );
+    for note in &report.notes {
+        wrap_into(out, note, "  - ", "    ", style.width);
+    }
     for input in &report.inputs {
         for e in &input.errors {
             wrap_into(

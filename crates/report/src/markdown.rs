@@ -22,7 +22,7 @@ pub fn render(report: &Report) -> String {
         let rule = root
             .rule
             .as_deref()
-            .map(|r| format!(" \u{b7} `{r}`"))
+            .map(|r| format!(" \u{b7} {}", code_span(r)))
             .unwrap_or_default();
         let confidence = root
             .confidence
@@ -98,7 +98,7 @@ pub fn render(report: &Report) -> String {
         .flat_map(|i| {
             i.errors
                 .iter()
-                .map(move |e| format!("- `{}`: {}", i.path, inline(&e.message)))
+                .map(move |e| format!("- {}: {}", code_span(&i.path), inline(&e.message)))
         })
         .collect();
     if !errors.is_empty() {
@@ -106,6 +106,12 @@ pub fn render(report: &Report) -> String {
         for e in errors {
             let _ = writeln!(out, "{e}");
         }
+        out.push('\n');
+    }
+    for note in &report.notes {
+        let _ = writeln!(out, "- {}", inline(note));
+    }
+    if !report.notes.is_empty() {
         out.push('\n');
     }
     let _ = writeln!(
@@ -117,32 +123,129 @@ pub fn render(report: &Report) -> String {
     out
 }
 
-/// A table cell: one line, `|` escaped, angle brackets as entities.
+/// A table cell: [`inline`] text with `|` escaped in code spans too.
 pub fn cell(s: &str) -> String {
-    inline(s).replace('|', "\\|")
+    markdown_text(s, true)
 }
 
-/// Text for a paragraph or list item: one line, `<` and `>` outside code
-/// spans as entities so that log text is never read as HTML.
-fn inline(s: &str) -> String {
+/// Text for a paragraph or list item, inert in GitHub's Markdown: on one
+/// line, code spans (read as CommonMark reads backticks) written again as
+/// code spans whose fence is longer than any backtick run in them, and
+/// every ASCII punctuation character elsewhere escaped with a backslash.
+/// So whatever an input put in it, nothing becomes HTML, a link, an
+/// image, emphasis, a heading or a list, and GitHub's autolinks (`www.`,
+/// `http://`, addresses) find nothing to link.
+pub(crate) fn inline(s: &str) -> String {
+    markdown_text(s, false)
+}
+
+/// A rule's reference: a link when it is a plain `https://` URL, else
+/// [`inline`] text.
+pub(crate) fn reference(url: &str) -> String {
+    let plain = url.strip_prefix("https://").is_some_and(|rest| {
+        !rest.is_empty()
+            && rest
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._~:/?#[]@!$&'()*+,;=%".contains(c))
+    });
+    if plain {
+        format!("<{url}>")
+    } else {
+        inline(url)
+    }
+}
+
+/// `s` as one code span, whatever backticks it holds.
+pub fn code_span(s: &str) -> String {
     let mut out = String::new();
-    let mut in_code = false;
-    let mut prev_tick = false;
-    for c in one_line(s).chars() {
-        match c {
-            '`' => {
-                if !prev_tick {
-                    in_code = !in_code;
-                }
-                out.push(c);
+    push_code(&mut out, &one_line(s), false);
+    out
+}
+
+fn markdown_text(s: &str, in_table: bool) -> String {
+    let s = one_line(s);
+    let mut out = String::with_capacity(s.len() + 16);
+    let mut rest = s.as_str();
+    while let Some(c) = rest.chars().next() {
+        if c == '`' {
+            let run = tick_run(rest);
+            if let Some(len) = closing_run(&rest[run..], run) {
+                push_code(&mut out, &rest[run..run + len], in_table);
+                rest = &rest[run + len + run..];
+            } else {
+                // No closing run: the backticks are plain text.
+                out.push_str(&"\\`".repeat(run));
+                rest = &rest[run..];
             }
-            '<' if !in_code => out.push_str("&lt;"),
-            '>' if !in_code => out.push_str("&gt;"),
-            c => out.push(c),
+            continue;
         }
-        prev_tick = c == '`';
+        if acts_in_markdown(c, &s[..s.len() - rest.len()], &rest[c.len_utf8()..]) {
+            out.push('\\');
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
     }
     out
+}
+
+/// Whether `c`, between `before` and `after`, could start Markdown that
+/// acts: anything at the start of a block (a heading, a list, a quote),
+/// the list number's `.` or `)`, emphasis, links and images, HTML and
+/// entities, table cells, math, the `:` of `http://` and the `.` of
+/// `www.` (GitHub's autolinks) and the `@` of an address.
+fn acts_in_markdown(c: char, before: &str, after: &str) -> bool {
+    if !c.is_ascii_punctuation() {
+        return false;
+    }
+    if before.is_empty() || (before.bytes().all(|b| b.is_ascii_digit()) && (c == '.' || c == ')')) {
+        return true;
+    }
+    match c {
+        '\\' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '&' | '$' | '@' => true,
+        ':' => after.starts_with("//"),
+        '.' => before
+            .get(before.len().saturating_sub(3)..)
+            .is_some_and(|w| w.eq_ignore_ascii_case("www")),
+        _ => false,
+    }
+}
+
+/// The number of backticks `s` starts with.
+fn tick_run(s: &str) -> usize {
+    s.bytes().take_while(|&b| b == b'`').count()
+}
+
+/// Where in `s` a run of exactly `n` backticks starts, as CommonMark
+/// closes a code span opened by `n` backticks.
+fn closing_run(s: &str, n: usize) -> Option<usize> {
+    let mut at = 0;
+    while let Some(found) = s[at..].find('`') {
+        let start = at + found;
+        let run = tick_run(&s[start..]);
+        if run == n {
+            return Some(start);
+        }
+        at = start + run;
+    }
+    None
+}
+
+/// Writes `code` as a code span: a fence longer than its longest backtick
+/// run, padded with spaces (CommonMark strips one on each side), `|`
+/// escaped inside a table.
+fn push_code(out: &mut String, code: &str, in_table: bool) {
+    let longest = code.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let code = if in_table {
+        code.replace('|', "\\|")
+    } else {
+        code.to_owned()
+    };
+    let pad = code.starts_with('`')
+        || code.ends_with('`')
+        || (code.starts_with(' ') && code.ends_with(' '));
+    let pad = if pad { " " } else { "" };
+    let _ = write!(out, "{fence}{pad}{code}{pad}{fence}");
 }
 
 /// A backtick fence longer than any run of backticks in `lines`.
@@ -162,7 +265,29 @@ mod tests {
     #[test]
     fn cells_escape_pipes() {
         assert_eq!(cell("a|b\nc"), "a\\|b c");
-        assert_eq!(inline("<pid> `<pid>`"), "&lt;pid&gt; `<pid>`");
+        assert_eq!(cell("`a|b`"), "`a\\|b`");
+        assert_eq!(inline("<pid> `<pid>`"), "\\<pid\\> `<pid>`");
+    }
+
+    #[test]
+    fn backticks_without_a_partner_are_text() {
+        assert_eq!(inline("a `b"), "a \\`b");
+        assert_eq!(inline("``a` <img>"), "\\`\\`a\\` \\<img\\>");
+        assert_eq!(inline("``a`b``"), "``a`b``");
+        assert_eq!(inline("```a``"), "\\`\\`\\`a\\`\\`");
+        assert_eq!(code_span("`x``y"), "``` `x``y ```");
+        assert_eq!(
+            inline("[l](http://e) WWW.e a@b"),
+            "\\[l\\](http\\://e) WWW\\.e a\\@b"
+        );
+    }
+
+    #[test]
+    fn block_starts_are_escaped() {
+        assert_eq!(inline("# h"), "\\# h");
+        assert_eq!(inline("- x"), "\\- x");
+        assert_eq!(inline("12. x"), "12\\. x");
+        assert_eq!(inline("a - b. c"), "a - b. c");
     }
 
     #[test]

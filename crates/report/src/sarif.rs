@@ -143,19 +143,19 @@ fn rule(f: &Finding) -> Value {
     let mut help_md = String::new();
     for (i, step) in f.remediation.iter().enumerate() {
         help_text.push_str(&format!("{}. {}\n", i + 1, step));
-        help_md.push_str(&format!("{}. {}\n", i + 1, step));
+        help_md.push_str(&format!("{}. {}\n", i + 1, crate::markdown::inline(step)));
     }
     if !f.references.is_empty() {
         help_text.push_str("\nReferences:\n");
         help_md.push_str("\n**References**\n\n");
         for r in &f.references {
             help_text.push_str(&format!("- {r}\n"));
-            help_md.push_str(&format!("- {r}\n"));
+            help_md.push_str(&format!("- {}\n", crate::markdown::reference(r)));
         }
     }
     if help_text.is_empty() {
         help_text = f.title.clone();
-        help_md = f.title.clone();
+        help_md = crate::markdown::inline(&f.title);
     }
     let full = if f.message.is_empty() {
         &f.title

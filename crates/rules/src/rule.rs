@@ -650,15 +650,19 @@ pub fn parse_rule_with(
         }
     };
 
+    // A rule file is input like any other: its text reaches reports, with
+    // its own line breaks but nothing else that could act (and invisible
+    // characters as `\uXXXX`, which no placeholder reads as its name).
+    let shown = |s: String| coroner_model::inert_output(&s, false).into_owned();
     Ok(Rule {
         id,
-        title: file.title,
+        title: shown(file.title),
         category,
         severity,
         role,
-        message: file.message.into_inner(),
-        remediation: file.remediation,
-        references: file.references,
+        message: shown(file.message.into_inner()),
+        remediation: file.remediation.into_iter().map(shown).collect(),
+        references: file.references.into_iter().map(shown).collect(),
         supersedes: file
             .supersedes
             .into_iter()

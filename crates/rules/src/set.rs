@@ -196,6 +196,9 @@ fn id_span(text: &str, id: &str) -> Option<std::ops::Range<usize>> {
         .map(|s| s + 1..s + 1 + id.len())
 }
 
+/// The largest rule file read (the largest built-in rule is a few KiB).
+pub const MAX_RULE_FILE: u64 = 1 << 20;
+
 fn read_dir(dir: &Path, files: &mut Vec<(String, String, String)>, errors: &mut Vec<RuleError>) {
     let io_error = |path: &Path, e: &dyn std::fmt::Display| {
         RuleError::new(
@@ -220,6 +223,13 @@ fn read_dir(dir: &Path, files: &mut Vec<(String, String, String)>, errors: &mut 
         };
         let path = entry.path();
         if !entry.file_type().is_file() || path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        if entry.metadata().is_ok_and(|m| m.len() > MAX_RULE_FILE) {
+            errors.push(io_error(
+                path,
+                &format!("larger than {MAX_RULE_FILE} bytes"),
+            ));
             continue;
         }
         match std::fs::read_to_string(path) {
