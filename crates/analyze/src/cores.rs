@@ -10,8 +10,9 @@ use coroner_model::{InputError, InputKind, InputSummary};
 use coroner_rules::RuleSet;
 use std::io::Cursor;
 
-// A compressed core is decompressed to a temporary file of at most
-// `CORE_EXPANSION` bytes for its compressed size.
+// A compressed core is decompressed to a temporary file: its growth is
+// capped by the expansion limit as it streams (against the compressed bytes
+// consumed), and the file itself never passes `CORE_EXPANSION.ceiling`.
 use coroner_ingest::CORE_EXPANSION;
 
 /// Reads the core dump `opened` and scans its summary.
@@ -84,13 +85,6 @@ pub(crate) fn analyze_core(
 fn map(input: &Input, mut opened: Opened) -> std::io::Result<Mapped> {
     match (&input.source, opened.compression) {
         (InputSource::File(path), None) => Mapped::open(path),
-        (source, _) => {
-            let packed = match source {
-                InputSource::File(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
-                InputSource::Stdin => u64::MAX,
-            };
-            let limit = CORE_EXPANSION.allowed(packed);
-            Mapped::spill(&mut opened.reader, limit)
-        }
+        _ => Mapped::spill(&mut opened.reader, CORE_EXPANSION.ceiling),
     }
 }

@@ -43,8 +43,8 @@ impl Mapped {
         let written = io::copy(&mut reader.take(limit.saturating_add(1)), &mut file)?;
         if written > limit {
             return Err(io::Error::other(format!(
-                "decompression stopped at byte {limit}: the decompressed core would be larger \
-                 than allowed for its compressed size, which looks like a decompression bomb"
+                "the temporary copy of the core stopped at {limit} bytes, the most a core may \
+                 take on disk"
             )));
         }
         Mapped::of_file(&file)

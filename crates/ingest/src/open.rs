@@ -1,5 +1,7 @@
 use crate::discover::{Input, InputSource};
 use crate::limits::{Capped, Counted, ExpansionLimit, CORE_EXPANSION, TEXT_EXPANSION};
+use crate::xz_streams::XzStreams;
+use crate::zstd_frames::ZstdFrames;
 use coroner_model::InputKind;
 use std::fs::File;
 use std::io::{self, Cursor, Read};
@@ -14,7 +16,8 @@ const SNIFF_LEN: usize = 8 * 1024;
 pub enum Compression {
     /// `1f 8b`
     Gzip,
-    /// `28 b5 2f fd`
+    /// `28 b5 2f fd`, or a skippable frame first (`5? 2a 4d 18`, as
+    /// pzstd writes)
     Zstd,
     /// `fd 37 7a 58 5a 00`
     Xz,
@@ -33,9 +36,9 @@ impl Compression {
     fn sniff(head: &[u8]) -> Option<Compression> {
         if head.starts_with(&[0x1f, 0x8b]) {
             Some(Compression::Gzip)
-        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        } else if crate::zstd_frames::is_zstd(head) {
             Some(Compression::Zstd)
-        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+        } else if crate::xz_streams::is_xz(head) {
             Some(Compression::Xz)
         } else {
             None
@@ -65,27 +68,20 @@ impl std::fmt::Debug for Opened {
 /// Opens an input, undoes its compression and detects its kind from the
 /// first bytes of content.
 pub fn open(input: &Input) -> io::Result<Opened> {
-    let (raw, size): (Box<dyn Read + Send>, _) = match &input.source {
-        InputSource::Stdin => (Box::new(io::stdin()), None),
-        InputSource::File(path) => {
-            let file = File::open(path)?;
-            let size = file.metadata().ok().map(|m| m.len());
-            (Box::new(file), size)
-        }
+    let raw: Box<dyn Read + Send> = match &input.source {
+        InputSource::Stdin => Box::new(io::stdin()),
+        InputSource::File(path) => Box::new(File::open(path)?),
     };
-    open_sized(raw, size)
+    open_reader(raw)
 }
 
 /// [`open`] for bytes from any reader. Decompressed output is capped
-/// relative to the compressed bytes read so far, at [`TEXT_EXPANSION`]
-/// ([`CORE_EXPANSION`] for a core dump): past it, reading fails with an
-/// error that says how far it got.
+/// relative to the compressed bytes the decoder has consumed so far (not
+/// counting zstd skippable frames or xz stream padding), at
+/// [`TEXT_EXPANSION`] ([`CORE_EXPANSION`] for a core dump): past it,
+/// reading fails with an error that says how far it got and which limit
+/// stopped it.
 pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
-    open_sized(raw, None)
-}
-
-/// [`open_reader`] for `size` compressed bytes in all, when known.
-fn open_sized(raw: Box<dyn Read + Send>, size: Option<u64>) -> io::Result<Opened> {
     let (head, raw) = peek(raw, 6)?;
     let compression = Compression::sniff(&head);
     let packed = Arc::new(AtomicU64::new(0));
@@ -96,8 +92,8 @@ fn open_sized(raw: Box<dyn Read + Send>, size: Option<u64>) -> io::Result<Opened
     let decoded: Box<dyn Read + Send> = match compression {
         None => counted.inner,
         Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(counted)),
-        Some(Compression::Zstd) => Box::new(zstd::stream::read::Decoder::new(counted)?),
-        Some(Compression::Xz) => Box::new(xz2::read::XzDecoder::new_multi_decoder(counted)),
+        Some(Compression::Zstd) => Box::new(ZstdFrames::new(counted.inner, Arc::clone(&packed))?),
+        Some(Compression::Xz) => Box::new(XzStreams::new(counted.inner, Arc::clone(&packed))),
     };
     let limit = Arc::new(Mutex::new(TEXT_EXPANSION));
     let decoded: Box<dyn Read + Send> = match compression {
@@ -105,7 +101,6 @@ fn open_sized(raw: Box<dyn Read + Send>, size: Option<u64>) -> io::Result<Opened
         Some(_) => Box::new(Capped {
             inner: decoded,
             packed,
-            packed_size: size,
             limit: Arc::clone(&limit),
             out: 0,
             stopped: false,
