@@ -438,24 +438,66 @@ fn mkfifo(path: &Path) -> bool {
 }
 
 #[test]
-fn a_fifo_is_skipped_without_waiting_for_a_writer() {
+fn a_named_fifo_is_read_as_a_stream_and_one_in_a_directory_skipped_without_waiting() {
     let dir = Scratch::new("hostile-fifo");
     if !mkfifo(&dir.path("pipe.log")) {
         eprintln!("mkfifo unavailable; skipped");
         return;
     }
     std::fs::write(dir.path("ok.log"), b"step 1\n").unwrap();
-    // Named on the command line, and found in a directory.
-    for args in [
-        vec![dir.display("pipe.log"), fixture(OOM)],
-        vec![dir.display(""), fixture(OOM)],
+    // Named on the command line: read as a stream (what a writer holding
+    // it sends is read, as `/dev/stdin` below shows); with no writer it
+    // reads as empty at once, never waited on and not skipped.
+    let run = analyze_bounded(
+        &[&dir.display("pipe.log"), &fixture(OOM)],
+        Duration::from_secs(20),
+    );
+    run.assert_survived();
+    assert_eq!(run.input("pipe.log")["bytes"], 0);
+    assert_eq!(run.input("pipe.log")["kind"], "log");
+    // Found in a directory: passed over without waiting for a writer.
+    let run = analyze_bounded(&[&dir.display(""), &fixture(OOM)], Duration::from_secs(20));
+    run.assert_survived();
+    let notes = run.messages("pipe.log", "notes");
+    assert!(notes.contains("not a regular file"), "{notes}");
+}
+
+#[test]
+fn dev_stdin_named_as_a_path_is_read() {
+    // What `coroner analyze <(kubectl logs ...)` and `/dev/fd/N` lead to:
+    // a pipe reached through a path.
+    let log = std::fs::read(crate::util::root().join(fixture(OOM))).unwrap();
+    let out = crate::util::run(&["analyze", "--format", "json", "/dev/stdin"], Some(&log));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["root_cause"]["category"], "gpu-oom", "{err}");
+}
+
+#[test]
+fn nothing_to_read_is_an_error_with_the_reason() {
+    let dir = Scratch::new("hostile-nothing");
+    std::fs::create_dir_all(dir.path("empty")).unwrap();
+    std::fs::create_dir_all(dir.path("skipped")).unwrap();
+    std::fs::write(dir.path("skipped/train.py"), b"import torch\n").unwrap();
+    std::fs::write(dir.path("skipped/blob.bin"), vec![0u8; 4096]).unwrap();
+    for (sub, why) in [
+        ("empty", "no file found"),
+        ("skipped", "skipped: binary data"),
     ] {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let run = analyze_bounded(&args, Duration::from_secs(20));
-        run.assert_survived();
-        let notes = run.messages("pipe.log", "notes");
-        assert!(notes.contains("not a regular file"), "{notes}");
+        for format in ["human", "json"] {
+            let out = crate::util::run(&["analyze", "--format", format, &dir.display(sub)], None);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{sub} {format}: {err}");
+            assert!(
+                err.contains("nothing to analyse") && err.contains(why),
+                "{sub}: {err}"
+            );
+        }
     }
+    let out = crate::util::run(&["analyze", &dir.display("skipped")], None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("source/config/doc"), "{err}");
 }
 
 #[test]
@@ -818,4 +860,79 @@ fn a_failed_checksum_keeps_everything_decoded_before_it() {
             "{name}: {errors}"
         );
     }
+}
+
+/// `analyze --format json ARGS` on the first `cores` CPUs only (through
+/// `taskset`), or `None` where `taskset` is missing.
+fn analyze_on_cores(cores: usize, args: &[&str]) -> Option<serde_json::Value> {
+    let cpus = format!("0-{}", cores - 1);
+    let out = Command::new("taskset")
+        .args([
+            "-c",
+            &cpus,
+            env!("CARGO_BIN_EXE_coroner"),
+            "analyze",
+            "--format",
+            "json",
+        ])
+        .args(args)
+        .current_dir(crate::util::root())
+        .output()
+        .ok()?;
+    out.status.code()?;
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+#[test]
+fn a_traceback_across_the_cut_of_a_large_file_is_kept_on_any_number_of_cores() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 {
+        eprintln!("one core: a file is never cut; skipped");
+        return;
+    }
+    let dir = Scratch::new("hostile-cut-traceback");
+    // 72 MiB (large enough to be scanned in parts), a traceback in the
+    // middle, where two parts are cut.
+    let filler: Vec<u8> = (0..1_000_000u64)
+        .flat_map(|n| format!("step {n:07} | loss 2.{:04} | lr 3.0e-04\n", n % 9973).into_bytes())
+        .collect();
+    let mut traceback = String::from("Traceback (most recent call last):\n");
+    for f in 0..30 {
+        traceback.push_str(&format!(
+            "  File \"/opt/train/model.py\", line {f}, in layer_{f}\n    x = self.layer_{f}(x)\n"
+        ));
+    }
+    traceback.push_str(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a \
+         total capacity of 79.10 GiB of which 1.06 GiB is free.\n",
+    );
+    let mut log = std::fs::File::create(dir.path("big.log")).unwrap();
+    log.write_all(&filler).unwrap();
+    log.write_all(traceback.as_bytes()).unwrap();
+    log.write_all(&filler).unwrap();
+    drop(log);
+    let path = dir.display("big.log");
+    let frames = |report: &serde_json::Value| -> Vec<usize> {
+        report["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["category"] == "gpu-oom")
+            .map(|f| {
+                f["traceback"]["exceptions"][0]["frames"]
+                    .as_array()
+                    .map_or(0, Vec::len)
+            })
+            .collect()
+    };
+    let Some(one) = analyze_on_cores(1, &[&path]) else {
+        eprintln!("taskset unavailable; skipped");
+        return;
+    };
+    let Some(two) = analyze_on_cores(2, &[&path]) else {
+        panic!("no report on two cores");
+    };
+    assert_eq!(frames(&one), vec![30], "one core");
+    assert_eq!(frames(&two), frames(&one), "two cores");
+    assert_eq!(one["findings"], two["findings"]);
 }

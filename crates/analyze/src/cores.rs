@@ -75,6 +75,14 @@ pub(crate) fn analyze_core(
         message,
         offset: None,
     }));
+    if mapped.shrank() {
+        summary.errors.push(InputError {
+            message: "the core dump shrank while it was read (truncated by another process); \
+                      bytes past its new end read as zeros, so what was read of it may be wrong"
+                .to_owned(),
+            offset: None,
+        });
+    }
     scan_text(input, kind, Cursor::new(text), rules, table, summary);
     summary.bytes = mapped.len() as u64;
     summary.lines = 0;

@@ -35,9 +35,13 @@ mod follow;
 mod limits;
 mod mapped;
 mod open;
+#[cfg(unix)]
+mod pipe;
 mod prefetch;
 mod python_source;
 mod selection;
+#[cfg(unix)]
+mod sigbus;
 mod source;
 mod walk;
 mod xz_streams;

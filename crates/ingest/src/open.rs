@@ -5,6 +5,7 @@ use crate::zstd_frames::ZstdFrames;
 use coroner_model::InputKind;
 use std::fs::File;
 use std::io::{self, Cursor, Read};
+use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
@@ -70,9 +71,38 @@ impl std::fmt::Debug for Opened {
 pub fn open(input: &Input) -> io::Result<Opened> {
     let raw: Box<dyn Read + Send> = match &input.source {
         InputSource::Stdin => Box::new(io::stdin()),
-        InputSource::File(path) => Box::new(File::open(path)?),
+        InputSource::File(path) => Box::new(open_regular(path)?),
+        #[cfg(unix)]
+        InputSource::Pipe(path) => Box::new(crate::pipe::open_pipe(path)?),
+        #[cfg(not(unix))]
+        InputSource::Pipe(path) => Box::new(File::open(path)?),
     };
     open_reader(raw)
+}
+
+/// Opens `path`, which was a regular file when it was found, without
+/// waiting: opened non-blocking, so that a FIFO put in its place since
+/// cannot hold the run waiting for a writer, and refused unless the opened
+/// handle is a regular file.
+pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file (it changed after it was found); not read",
+                coroner_model::shown_path(path)
+            ),
+        ));
+    }
+    Ok(file)
 }
 
 /// [`open`] for bytes from any reader. Decompressed output is capped
@@ -400,6 +430,30 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(out, text);
         assert_eq!(opened.kind, InputKind::Log);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_turned_fifo_is_refused_without_waiting() {
+        let dir = std::env::temp_dir().join(format!("coroner-fifo-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let fifo = dir.join("was-a-file.log");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success());
+        if made {
+            // Found as a regular file by the walk, then replaced.
+            let input = crate::discover::file_input(&fifo, false);
+            let err = open(&input)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains("not a regular file"), "{err}");
+            let mapped = crate::Mapped::open(&fifo).err().map(|e| e.to_string());
+            assert!(mapped.is_some_and(|e| e.contains("not a regular file")));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
