@@ -51,6 +51,13 @@ for f in "$corpus"/line/*; do
   gzip -c "$corpus/open/$base" >"$corpus/open/$base.gz"
   zstd -q -c "$corpus/open/$base" >"$corpus/open/$base.zst"
   xz -c "$corpus/open/$base" >"$corpus/open/$base.xz"
+  # Framing: a skippable frame first (as pzstd writes), a checksummed
+  # frame, two concatenated members and streams with stream padding.
+  { printf '\x50\x2a\x4d\x18\x04\x00\x00\x00\x00\x00\x00\x00'
+    zstd -q -c --check "$corpus/open/$base"; } >"$corpus/open/$base.pzst"
+  cat "$corpus/open/$base.gz" "$corpus/open/$base.gz" >"$corpus/open/$base.2.gz"
+  { cat "$corpus/open/$base.xz"; printf '\0\0\0\0'; cat "$corpus/open/$base.xz"; } \
+    >"$corpus/open/$base.2.xz"
 done
 for f in "$corpus"/host_core/*.head "$corpus"/gpu_core/*.head; do
   head -c 16384 "$f" >"$corpus/open/$(basename "$f")"

@@ -438,24 +438,66 @@ fn mkfifo(path: &Path) -> bool {
 }
 
 #[test]
-fn a_fifo_is_skipped_without_waiting_for_a_writer() {
+fn a_named_fifo_is_read_as_a_stream_and_one_in_a_directory_skipped_without_waiting() {
     let dir = Scratch::new("hostile-fifo");
     if !mkfifo(&dir.path("pipe.log")) {
         eprintln!("mkfifo unavailable; skipped");
         return;
     }
     std::fs::write(dir.path("ok.log"), b"step 1\n").unwrap();
-    // Named on the command line, and found in a directory.
-    for args in [
-        vec![dir.display("pipe.log"), fixture(OOM)],
-        vec![dir.display(""), fixture(OOM)],
+    // Named on the command line: read as a stream (what a writer holding
+    // it sends is read, as `/dev/stdin` below shows); with no writer it
+    // reads as empty at once, never waited on and not skipped.
+    let run = analyze_bounded(
+        &[&dir.display("pipe.log"), &fixture(OOM)],
+        Duration::from_secs(20),
+    );
+    run.assert_survived();
+    assert_eq!(run.input("pipe.log")["bytes"], 0);
+    assert_eq!(run.input("pipe.log")["kind"], "log");
+    // Found in a directory: passed over without waiting for a writer.
+    let run = analyze_bounded(&[&dir.display(""), &fixture(OOM)], Duration::from_secs(20));
+    run.assert_survived();
+    let notes = run.messages("pipe.log", "notes");
+    assert!(notes.contains("not a regular file"), "{notes}");
+}
+
+#[test]
+fn dev_stdin_named_as_a_path_is_read() {
+    // What `coroner analyze <(kubectl logs ...)` and `/dev/fd/N` lead to:
+    // a pipe reached through a path.
+    let log = std::fs::read(crate::util::root().join(fixture(OOM))).unwrap();
+    let out = crate::util::run(&["analyze", "--format", "json", "/dev/stdin"], Some(&log));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["root_cause"]["category"], "gpu-oom", "{err}");
+}
+
+#[test]
+fn nothing_to_read_is_an_error_with_the_reason() {
+    let dir = Scratch::new("hostile-nothing");
+    std::fs::create_dir_all(dir.path("empty")).unwrap();
+    std::fs::create_dir_all(dir.path("skipped")).unwrap();
+    std::fs::write(dir.path("skipped/train.py"), b"import torch\n").unwrap();
+    std::fs::write(dir.path("skipped/blob.bin"), vec![0u8; 4096]).unwrap();
+    for (sub, why) in [
+        ("empty", "no file found"),
+        ("skipped", "skipped: binary data"),
     ] {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let run = analyze_bounded(&args, Duration::from_secs(20));
-        run.assert_survived();
-        let notes = run.messages("pipe.log", "notes");
-        assert!(notes.contains("not a regular file"), "{notes}");
+        for format in ["human", "json"] {
+            let out = crate::util::run(&["analyze", "--format", format, &dir.display(sub)], None);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{sub} {format}: {err}");
+            assert!(
+                err.contains("nothing to analyse") && err.contains(why),
+                "{sub}: {err}"
+            );
+        }
     }
+    let out = crate::util::run(&["analyze", &dir.display("skipped")], None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("source/config/doc"), "{err}");
 }
 
 #[test]
@@ -646,6 +688,253 @@ fn hostile_pickles_are_refused_with_their_offset_and_nothing_runs() {
     if let Some(kib) = run.peak_kib {
         assert!(kib < 512 * 1024, "peak RSS {kib} KiB");
     }
+}
+
+/// Step lines, `lines` of them, then the out-of-memory log: the failure is
+/// in the last bytes, where a reader that drops its tail loses it.
+fn log_ending_in_oom(lines: u64) -> Vec<u8> {
+    let mut log = Vec::new();
+    for step in 0..lines {
+        let noise = step.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+        log.extend_from_slice(format!("step {step} loss {noise}\n").as_bytes());
+    }
+    log.extend(std::fs::read(crate::util::root().join(fixture(OOM))).unwrap());
+    log
+}
+
+fn xz_of(data: &[u8], check: xz2::stream::Check) -> Vec<u8> {
+    let stream = xz2::stream::Stream::new_easy_encoder(1, check).unwrap();
+    let mut enc = xz2::write::XzEncoder::new_stream(Vec::new(), stream);
+    enc.write_all(data).unwrap();
+    enc.finish().unwrap()
+}
+
+fn zstd_with_checksum(data: &[u8]) -> Vec<u8> {
+    let mut enc = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+    enc.include_checksum(true).unwrap();
+    enc.write_all(data).unwrap();
+    enc.finish().unwrap()
+}
+
+/// A zstd skippable frame of `len` zero bytes.
+fn skippable_frame(len: u32) -> Vec<u8> {
+    let mut frame = vec![0x50, 0x2a, 0x4d, 0x18];
+    frame.extend_from_slice(&len.to_le_bytes());
+    frame.resize(8 + len as usize, 0);
+    frame
+}
+
+#[test]
+fn an_xz_asking_for_a_3_gib_dictionary_is_refused_under_256_mib() {
+    let dir = Scratch::new("hostile-xz-dict");
+    // 10 MiB of log, then its block header's LZMA2 dictionary raised to
+    // 3 GiB (property 39) and the header's CRC32 made right again.
+    let mut xz = xz_of(&log_ending_in_oom(500_000), xz2::stream::Check::Crc64);
+    let header = 12;
+    let size = (usize::from(xz[header]) + 1) * 4;
+    assert_eq!(xz[header + 1] & 0xc3, 0, "one filter, no sizes");
+    assert_eq!(&xz[header + 2..header + 4], &[0x21, 0x01], "LZMA2");
+    xz[header + 4] = 39;
+    let mut crc = flate2::Crc::new();
+    crc.update(&xz[header..header + size - 4]);
+    xz[header + size - 4..header + size].copy_from_slice(&crc.sum().to_le_bytes());
+    std::fs::write(dir.path("huge-dict.log.xz"), &xz).unwrap();
+    let run = analyze_bounded(&[&dir.display("huge-dict.log.xz"), &fixture(OOM)], LIMIT);
+    run.assert_survived();
+    let errors = run.messages("huge-dict.log.xz", "errors");
+    assert!(errors.contains("128 MiB of memory"), "{errors}");
+    assert!(
+        run.stderr().contains("huge-dict.log.xz"),
+        "{}",
+        run.stderr()
+    );
+    if let Some(kib) = run.peak_kib {
+        eprintln!("3 GiB dictionary refused at a peak RSS of {kib} KiB");
+        assert!(kib < 256 * 1024, "peak RSS {kib} KiB");
+    }
+}
+
+#[test]
+fn padding_after_a_bomb_does_not_raise_the_cap() {
+    let dir = Scratch::new("hostile-padded-bomb");
+    // 2 GiB of `a` from 64 KiB, then 4 MiB of skippable frames: a cap
+    // taken from the file size (4 GiB at 1000:1) would let it all through.
+    let mut bomb = oom_log_zst();
+    bomb.extend_from_slice(&zstd_rle_bomb(16 * 1024));
+    for _ in 0..4 {
+        bomb.extend(skippable_frame(1 << 20));
+    }
+    std::fs::write(dir.path("padded.log.zst"), &bomb).unwrap();
+    // The same with xz stream padding (zero bytes after the stream).
+    let mut xz = xz_of(&vec![b'a'; 600 << 20], xz2::stream::Check::Crc32);
+    xz.resize(xz.len() + (4 << 20), 0);
+    std::fs::write(dir.path("padded.log.xz"), &xz).unwrap();
+    let run = analyze_bounded(
+        &[
+            &dir.display("padded.log.zst"),
+            &dir.display("padded.log.xz"),
+        ],
+        LIMIT,
+    );
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.report["root_cause"]["category"], "gpu-oom");
+    for name in ["padded.log.zst", "padded.log.xz"] {
+        let errors = run.messages(name, "errors");
+        assert!(
+            errors.contains("decompression bomb") && errors.contains("the ratio of 1000:1"),
+            "{name}: {errors}"
+        );
+        let offset = run.input(name)["errors"][0]["offset"].as_u64().unwrap();
+        assert!(offset <= 513 << 20, "{name} stopped at {offset}");
+    }
+}
+
+#[test]
+fn pzstd_concatenated_gzip_and_xz_are_read_whole() {
+    let dir = Scratch::new("hostile-frames");
+    let log = log_ending_in_oom(20_000);
+    let (head, tail) = log.split_at(log.len() / 2);
+    // pzstd: a skippable frame before every frame.
+    let mut pzstd = Vec::new();
+    for part in [head, tail] {
+        pzstd.extend(skippable_frame(4));
+        pzstd.extend(zstd::encode_all(part, 3).unwrap());
+    }
+    std::fs::create_dir_all(dir.path("pzstd")).unwrap();
+    std::fs::write(dir.path("pzstd/train.log.zst"), &pzstd).unwrap();
+    let mut gz = Vec::new();
+    for part in [head, tail] {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(part).unwrap();
+        gz.extend(enc.finish().unwrap());
+    }
+    let mut xz = xz_of(head, xz2::stream::Check::Crc64);
+    xz.extend(xz_of(tail, xz2::stream::Check::Sha256));
+    std::fs::create_dir_all(dir.path("gz")).unwrap();
+    std::fs::create_dir_all(dir.path("xz")).unwrap();
+    std::fs::write(dir.path("gz/train.log.gz"), &gz).unwrap();
+    std::fs::write(dir.path("xz/train.log.xz"), &xz).unwrap();
+    for sub in ["pzstd", "gz", "xz"] {
+        // Found in a directory, where binary data would be passed over.
+        let run = analyze_bounded(&[&dir.display(sub)], LIMIT);
+        assert_eq!(run.code(), Some(1), "{sub}: {}", run.stderr());
+        assert_eq!(run.report["root_cause"]["category"], "gpu-oom", "{sub}");
+        let input = &run.report["inputs"][0];
+        assert_eq!(input["bytes"].as_u64(), Some(log.len() as u64), "{sub}");
+        assert_eq!(input["errors"].as_array().map(Vec::len), Some(0), "{sub}");
+    }
+}
+
+#[test]
+fn a_failed_checksum_keeps_everything_decoded_before_it() {
+    let dir = Scratch::new("hostile-checksum");
+    // 8 MiB of steps, the failure in the last bytes.
+    let log = log_ending_in_oom(300_000);
+    let mut zst = zstd_with_checksum(&log);
+    let last = zst.len() - 1;
+    zst[last] ^= 0xff;
+    let mut xz = xz_of(&log, xz2::stream::Check::Crc64);
+    let footer = xz.len() - 12;
+    let backward = u32::from_le_bytes(xz[footer + 4..footer + 8].try_into().unwrap());
+    let check_at = footer - (backward as usize + 1) * 4 - 8;
+    xz[check_at] ^= 0xff;
+    let mut gz = Vec::new();
+    let mut enc = flate2::write::GzEncoder::new(&mut gz, flate2::Compression::fast());
+    enc.write_all(&log).unwrap();
+    enc.finish().unwrap();
+    let crc_at = gz.len() - 8;
+    gz[crc_at] ^= 0xff;
+    for (name, bytes) in [
+        ("bad.log.zst", &zst),
+        ("bad.log.xz", &xz),
+        ("bad.log.gz", &gz),
+    ] {
+        std::fs::write(dir.path(name), bytes).unwrap();
+        let run = analyze_bounded(&[&dir.display(name)], LIMIT);
+        assert_eq!(run.code(), Some(1), "{name}: {}", run.stderr());
+        assert_eq!(run.report["root_cause"]["category"], "gpu-oom", "{name}");
+        assert_eq!(run.input(name)["bytes"].as_u64(), Some(log.len() as u64));
+        let errors = run.messages(name, "errors").to_lowercase();
+        assert!(
+            errors.contains("checksum") || errors.contains("integrity") || errors.contains("crc"),
+            "{name}: {errors}"
+        );
+    }
+}
+
+/// `analyze --format json ARGS` on the first `cores` CPUs only (through
+/// `taskset`), or `None` where `taskset` is missing.
+fn analyze_on_cores(cores: usize, args: &[&str]) -> Option<serde_json::Value> {
+    let cpus = format!("0-{}", cores - 1);
+    let out = Command::new("taskset")
+        .args([
+            "-c",
+            &cpus,
+            env!("CARGO_BIN_EXE_coroner"),
+            "analyze",
+            "--format",
+            "json",
+        ])
+        .args(args)
+        .current_dir(crate::util::root())
+        .output()
+        .ok()?;
+    out.status.code()?;
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+#[test]
+fn a_traceback_across_the_cut_of_a_large_file_is_kept_on_any_number_of_cores() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 {
+        eprintln!("one core: a file is never cut; skipped");
+        return;
+    }
+    let dir = Scratch::new("hostile-cut-traceback");
+    // 72 MiB (large enough to be scanned in parts), a traceback in the
+    // middle, where two parts are cut.
+    let filler: Vec<u8> = (0..1_000_000u64)
+        .flat_map(|n| format!("step {n:07} | loss 2.{:04} | lr 3.0e-04\n", n % 9973).into_bytes())
+        .collect();
+    let mut traceback = String::from("Traceback (most recent call last):\n");
+    for f in 0..30 {
+        traceback.push_str(&format!(
+            "  File \"/opt/train/model.py\", line {f}, in layer_{f}\n    x = self.layer_{f}(x)\n"
+        ));
+    }
+    traceback.push_str(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a \
+         total capacity of 79.10 GiB of which 1.06 GiB is free.\n",
+    );
+    let mut log = std::fs::File::create(dir.path("big.log")).unwrap();
+    log.write_all(&filler).unwrap();
+    log.write_all(traceback.as_bytes()).unwrap();
+    log.write_all(&filler).unwrap();
+    drop(log);
+    let path = dir.display("big.log");
+    let frames = |report: &serde_json::Value| -> Vec<usize> {
+        report["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["category"] == "gpu-oom")
+            .map(|f| {
+                f["traceback"]["exceptions"][0]["frames"]
+                    .as_array()
+                    .map_or(0, Vec::len)
+            })
+            .collect()
+    };
+    let Some(one) = analyze_on_cores(1, &[&path]) else {
+        eprintln!("taskset unavailable; skipped");
+        return;
+    };
+    let Some(two) = analyze_on_cores(2, &[&path]) else {
+        panic!("no report on two cores");
+    };
+    assert_eq!(frames(&one), vec![30], "one core");
+    assert_eq!(frames(&two), frames(&one), "two cores");
+    assert_eq!(one["findings"], two["findings"]);
 }
 
 /// Runs `coroner analyze --format json ARGS` in `cwd`.

@@ -322,7 +322,7 @@ fn explain_reads_exit_codes_signals_and_pasted_lines() {
 }
 
 #[test]
-fn follow_waits_for_the_file_and_reads_it_again_after_truncation() {
+fn follow_waits_for_the_file_and_reads_it_again_after_truncation_and_replacement() {
     use std::io::{BufRead, Write};
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
@@ -381,6 +381,16 @@ fn follow_waits_for_the_file_and_reads_it_again_after_truncation() {
     f.write_all(OOM_LINE).unwrap();
     drop(f);
     wait_for("torch-cuda-out-of-memory");
+    // Rotated by rename and create, as logrotate does without copytruncate:
+    // the new file is read from its first byte.
+    std::fs::rename(&log, dir.path("train.log.1")).unwrap();
+    std::fs::write(
+        &log,
+        "[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n",
+    )
+    .unwrap();
+    wait_for("was replaced; reading it again from the start");
+    wait_for("nccl-watchdog-timeout");
     let _ = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status();

@@ -1,6 +1,8 @@
-//! Arbitrary bytes as an input: compression sniffed and undone (capped
-//! relative to the compressed size), kind detected, then read to the end
-//! in blocks of whole lines as the scanner reads it.
+//! Arbitrary bytes as an input: compression sniffed and undone frame by
+//! frame (zstd frames and skippable frames, gzip members, xz streams and
+//! their padding; capped relative to the compressed bytes consumed), kind
+//! detected, then read to the end in blocks of whole lines as the scanner
+//! reads it.
 #![no_main]
 
 use coroner_ingest::{open_reader, Block, BlockReader, MAX_LINE};

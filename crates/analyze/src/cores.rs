@@ -10,8 +10,9 @@ use coroner_model::{inert, InputError, InputKind, InputSummary};
 use coroner_rules::RuleSet;
 use std::io::Cursor;
 
-// A compressed core is decompressed to a temporary file of at most
-// `CORE_EXPANSION` bytes for its compressed size.
+// A compressed core is decompressed to a temporary file: its growth is
+// capped by the expansion limit as it streams (against the compressed bytes
+// consumed), and the file itself never passes `CORE_EXPANSION.ceiling`.
 use coroner_ingest::CORE_EXPANSION;
 
 /// Reads the core dump `opened` and scans its summary.
@@ -76,6 +77,14 @@ pub(crate) fn analyze_core(
         message,
         offset: None,
     }));
+    if mapped.shrank() {
+        summary.errors.push(InputError {
+            message: "the core dump shrank while it was read (truncated by another process); \
+                      bytes past its new end read as zeros, so what was read of it may be wrong"
+                .to_owned(),
+            offset: None,
+        });
+    }
     scan_text(input, kind, Cursor::new(text), rules, table, summary);
     summary.bytes = mapped.len() as u64;
     summary.lines = 0;
@@ -111,13 +120,6 @@ fn inert_strings<T: serde::Serialize + serde::de::DeserializeOwned>(core: T) -> 
 fn map(input: &Input, mut opened: Opened) -> std::io::Result<Mapped> {
     match (&input.source, opened.compression) {
         (InputSource::File(path), None) => Mapped::open(path),
-        (source, _) => {
-            let packed = match source {
-                InputSource::File(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
-                InputSource::Stdin => u64::MAX,
-            };
-            let limit = CORE_EXPANSION.allowed(packed);
-            Mapped::spill(&mut opened.reader, limit)
-        }
+        _ => Mapped::spill(&mut opened.reader, CORE_EXPANSION.ceiling),
     }
 }

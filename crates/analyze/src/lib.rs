@@ -99,11 +99,13 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     for input in &mut discovery.inputs {
         let name = match &input.source {
             coroner_ingest::InputSource::Stdin => options.stdin_name,
-            coroner_ingest::InputSource::File(path) => options
-                .file_names
-                .iter()
-                .find(|(p, _)| p == path)
-                .map(|(_, name)| name.as_str()),
+            coroner_ingest::InputSource::File(path) | coroner_ingest::InputSource::Pipe(path) => {
+                options
+                    .file_names
+                    .iter()
+                    .find(|(p, _)| p == path)
+                    .map(|(_, name)| name.as_str())
+            }
         };
         if let Some(name) = name {
             input.display = coroner_model::inert(name).into_owned();
@@ -316,7 +318,9 @@ fn analyze_input(
                             )),
                             // Reading a pipe or decompressing costs time the scan
                             // would wait for: read ahead on another thread.
-                            (None, InputSource::Stdin) => Box::new(Prefetch::new(opened.reader)),
+                            (None, InputSource::Stdin | InputSource::Pipe(_)) => {
+                                Box::new(Prefetch::new(opened.reader))
+                            }
                             (None, _) if opened.compression.is_some() => {
                                 Box::new(Prefetch::new(opened.reader))
                             }
@@ -338,6 +342,7 @@ fn analyze_input(
                         &mut summary,
                         options.on_finding,
                     )
+                    .0
                 }
             };
             trends::scan_trends(input, &metrics, rules, table);

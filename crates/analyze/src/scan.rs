@@ -231,7 +231,10 @@ pub(crate) type OnFinding<'a> = Option<&'a (dyn Fn(&Finding) + Sync)>;
 const AFTER_PART_LINES: usize = 256;
 
 /// Scans one part of a text input; line numbers count from the part's
-/// start. Returns the training metrics sampled from its lines.
+/// start. Returns the training metrics sampled from its lines, and whether
+/// a traceback, a stack dump, a desync report or a joined line was still
+/// open at the part's end (a reading that only the lines after it can
+/// complete, so the part cannot be scanned apart from the next one).
 pub(crate) fn scan_part(
     input: &coroner_ingest::Input,
     kind: InputKind,
@@ -240,7 +243,7 @@ pub(crate) fn scan_part(
     table: &mut FindingTable,
     summary: &mut InputSummary,
     on_finding: OnFinding<'_>,
-) -> MetricCollector {
+) -> (MetricCollector, bool) {
     let mut blocks = if part.live {
         BlockReader::live(part.reader)
     } else {
@@ -287,6 +290,10 @@ pub(crate) fn scan_part(
     }
     summary.bytes = blocks.offset();
     summary.lines = scan.line;
+    let open_at_end = scan.tracebacks.is_open()
+        || scan.stacks.is_open()
+        || scan.desyncs.is_open()
+        || scan.joinable.is_held();
     if let Some(after) = part.after {
         scan.finish_open(after, part.offset + blocks.offset());
     }
@@ -316,7 +323,7 @@ pub(crate) fn scan_part(
             MAX_LINE >> 20
         ));
     }
-    scan.metrics.unwrap_or_default()
+    (scan.metrics.unwrap_or_default(), open_at_end)
 }
 
 impl TextScan<'_> {

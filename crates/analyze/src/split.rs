@@ -31,9 +31,19 @@ pub(crate) struct SplitFile<'a> {
     pub parts: usize,
 }
 
+/// What one part's scan gave: its findings, its summary, its metrics, and
+/// whether a reading (a traceback, a stack dump) was open at its end.
+type Scanned = (FindingTable, InputSummary, MetricCollector, bool);
+
 /// Scans `file` in parts into `table` and `summary`, returning the
 /// training metrics of the whole file; `Err` when the file cannot be
 /// reopened or read.
+///
+/// A part that ends with a traceback or a stack dump still open (its
+/// header in this part, its frames or exception in the next) is scanned
+/// again together with the next part, as often as needed, so that what is
+/// found never depends on where the cuts fell, and so on the number of
+/// cores.
 pub(crate) fn scan_split(
     input: &Input,
     file: &SplitFile<'_>,
@@ -42,61 +52,57 @@ pub(crate) fn scan_split(
     summary: &mut InputSummary,
     on_finding: OnFinding<'_>,
 ) -> io::Result<MetricCollector> {
-    let SplitFile {
-        path,
-        size,
-        kind,
-        parts,
-    } = *file;
-    let bounds = line_bounds(path, size, parts)?;
-    let results: Vec<io::Result<(FindingTable, InputSummary, MetricCollector)>> =
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = bounds
-                .windows(2)
-                .map(|w| {
-                    let (start, end) = (w[0], w[1]);
-                    let mut part_table = FindingTable::for_input(table.input());
-                    let mut part_summary = summary.clone();
-                    scope.spawn(
-                        move || -> io::Result<(FindingTable, InputSummary, MetricCollector)> {
-                            let mut file = File::open(path)?;
-                            file.seek(SeekFrom::Start(start))?;
-                            let mut after = File::open(path)?;
-                            after.seek(SeekFrom::Start(end))?;
-                            let part = Part {
-                                reader: file.take(end - start),
-                                offset: start,
-                                after: (end < size).then_some(after),
-                                live: false,
-                                metrics: true,
-                            };
-                            let metrics = scan_part(
-                                input,
-                                kind,
-                                part,
-                                rules,
-                                &mut part_table,
-                                &mut part_summary,
-                                on_finding,
-                            );
-                            Ok((part_table, part_summary, metrics))
-                        },
-                    )
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(io::Error::other("a scanning thread panicked")))
-                })
-                .collect()
-        });
+    let bounds = line_bounds(file.path, file.size, file.parts)?;
+    let table_input = table.input();
+    let template = summary.clone();
+    let shared = &template;
+    // Findings are announced by the first scan of each part, not again
+    // when parts are scanned together.
+    let scan = |start: u64, end: u64, announce: OnFinding<'_>| -> io::Result<Scanned> {
+        scan_range(
+            input,
+            file,
+            rules,
+            table_input,
+            shared,
+            announce,
+            start,
+            end,
+        )
+    };
+    let first: Vec<io::Result<Scanned>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = bounds
+            .windows(2)
+            .map(|w| {
+                let (start, end) = (w[0], w[1]);
+                scope.spawn(move || scan(start, end, on_finding))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("a scanning thread panicked")))
+            })
+            .collect()
+    });
     let mut lines = 0;
     let mut bytes = 0;
     let mut metrics = MetricCollector::new();
-    for result in results {
-        let (mut part_table, part_summary, part_metrics) = result?;
+    let mut results = first.into_iter();
+    // The part at bounds[i], extended over the next ones while it ends
+    // with something open.
+    let mut i = 0;
+    while let Some(result) = results.next() {
+        let mut scanned = result?;
+        let start = bounds.get(i).copied().unwrap_or(file.size);
+        i += 1;
+        while scanned.3 && i + 1 < bounds.len() {
+            let _ = results.next();
+            i += 1;
+            scanned = scan(start, bounds.get(i).copied().unwrap_or(file.size), None)?;
+        }
+        let (mut part_table, part_summary, part_metrics, _) = scanned;
         metrics.absorb(part_metrics, lines);
         part_table.shift_lines(lines);
         table.merge(part_table);
@@ -112,6 +118,43 @@ pub(crate) fn scan_split(
     summary.lines = lines;
     summary.bytes = bytes;
     Ok(metrics)
+}
+
+/// Scans the lines from `start` to `end` of `file` on their own.
+#[allow(clippy::too_many_arguments)]
+fn scan_range(
+    input: &Input,
+    file: &SplitFile<'_>,
+    rules: &RuleSet,
+    table_input: usize,
+    summary: &InputSummary,
+    on_finding: OnFinding<'_>,
+    start: u64,
+    end: u64,
+) -> io::Result<Scanned> {
+    let mut part_table = FindingTable::for_input(table_input);
+    let mut part_summary = summary.clone();
+    let mut reader = File::open(file.path)?;
+    reader.seek(SeekFrom::Start(start))?;
+    let mut after = File::open(file.path)?;
+    after.seek(SeekFrom::Start(end))?;
+    let part = Part {
+        reader: reader.take(end - start),
+        offset: start,
+        after: (end < file.size).then_some(after),
+        live: false,
+        metrics: true,
+    };
+    let (metrics, open_at_end) = scan_part(
+        input,
+        file.kind,
+        part,
+        rules,
+        &mut part_table,
+        &mut part_summary,
+        on_finding,
+    );
+    Ok((part_table, part_summary, metrics, open_at_end))
 }
 
 /// Offsets cutting the file into `parts` runs of whole lines: 0, the start
@@ -165,9 +208,13 @@ mod tests {
         // A torchrun Root Cause block spans 8 lines: cut into many parts,
         // some blocks straddle a cut and their windows must still close.
         let block = "Root Cause (first observed failure):\n[0]:\n  time      : 2026-11-29_15:17:28\n  host      : localhost\n  rank      : 1 (local_rank: 1)\n  exitcode  : -9 (pid: 2038)\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 2038\n";
+        // Python tracebacks of 20 lines: cuts fall inside some of them.
+        let traceback = "Traceback (most recent call last):\n  File \"train.py\", line 10, in <module>\n    main()\n  File \"train.py\", line 8, in main\n    step()\n  File \"train.py\", line 5, in step\n    loss.backward()\n  File \"torch/_tensor.py\", line 521, in backward\n    torch.autograd.backward(\n  File \"torch/autograd/__init__.py\", line 289, in backward\n    _engine_run_backward(\n  File \"torch/autograd/graph.py\", line 768, in _engine_run_backward\n    return Variable._execution_engine.run_backward(\n  File \"torch/cuda/memory.py\", line 1, in alloc\n    raise\n  File \"torch/cuda/memory.py\", line 2, in alloc2\n    raise\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.06 GiB is free.\n";
         let mut text = String::new();
         for n in 0..4000 {
-            if n % 97 == 0 {
+            if n % 89 == 0 {
+                text.push_str(traceback);
+            } else if n % 97 == 0 {
                 text.push_str(block);
             } else if n % 13 == 0 {
                 text.push_str("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.10 GiB of which 1.06 GiB is free.\n");
@@ -193,7 +240,7 @@ mod tests {
             &mut whole,
             &mut whole_summary,
         );
-        for parts in [2, 7, 31] {
+        for parts in [2, 3, 5, 7, 31, 64] {
             let mut split = FindingTable::for_input(0);
             let mut split_summary = summary();
             let file = SplitFile {
@@ -220,5 +267,60 @@ mod tests {
         }
         let _ = std::fs::remove_file(&path);
         assert!(!whole.digest(&rules).is_empty());
+    }
+
+    #[test]
+    fn a_traceback_across_a_cut_is_kept() {
+        let rules = RuleSet::load(&RuleSources {
+            builtin: true,
+            dirs: Vec::new(),
+            builtin_names: false,
+        })
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let filler: String = (0..2000)
+            .map(|n| format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"))
+            .collect();
+        let mut traceback = String::from("Traceback (most recent call last):\n");
+        for f in 0..20 {
+            traceback.push_str(&format!(
+                "  File \"/opt/train/model.py\", line {f}, in layer_{f}\n    x = self.layer_{f}(x)\n"
+            ));
+        }
+        traceback.push_str("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.06 GiB is free.\n");
+        // The middle of the file, where two parts are cut, falls inside the
+        // traceback.
+        let text = format!("{filler}{traceback}{filler}");
+        let path = std::env::temp_dir().join(format!("coroner-cut-{}.log", std::process::id()));
+        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
+        let input = Input {
+            display: "big.log".to_owned(),
+            source: InputSource::File(path.clone()),
+            rank: None,
+            explicit: true,
+        };
+        let mut whole = FindingTable::for_input(0);
+        scan_text(
+            &input,
+            InputKind::Log,
+            text.as_bytes(),
+            &rules,
+            &mut whole,
+            &mut summary(),
+        );
+        let whole = whole.digest(&rules);
+        assert!(whole.iter().any(|d| d.contains("(2042, 20)")), "{whole:?}");
+        for parts in [2, 3, 4] {
+            let mut split = FindingTable::for_input(0);
+            let file = SplitFile {
+                path: &path,
+                size: text.len() as u64,
+                kind: InputKind::Log,
+                parts,
+            };
+            scan_split(&input, &file, &rules, &mut split, &mut summary(), None)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(split.digest(&rules), whole, "{parts} parts");
+        }
+        let _ = std::fs::remove_file(&path);
     }
 }

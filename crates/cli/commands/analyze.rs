@@ -198,6 +198,15 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
         print_input_errors(&report, "error");
         return ExitCode::ToolError;
     }
+    // Nothing was read at all: say why (what was skipped), whatever the
+    // format, and fail once the report is written.
+    let nothing_read = report.nothing_read() && !report.nothing_analysed();
+    if nothing_read {
+        print_nothing_read(&report);
+        if !args.quiet && format == ReportFormat::Human {
+            return ExitCode::ToolError;
+        }
+    }
     let mut write_failed = false;
     for target in &targets {
         let text = if args.quiet && target.to_stdout {
@@ -232,7 +241,7 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
     }
     // An input that could not be read is reported with the rest; the run
     // fails as a whole only when nothing at all could be analysed.
-    if report.nothing_analysed() {
+    if report.nothing_analysed() || nothing_read {
         ExitCode::ToolError
     } else if !args.exit_zero && report.max_severity().is_some_and(|s| s >= fail_on) {
         ExitCode::Findings
@@ -297,6 +306,24 @@ fn render(
 }
 
 /// Says on standard error which inputs could not be read, and why.
+/// Why no input was read: what each input's notes say, or that there was
+/// none.
+fn print_nothing_read(report: &coroner_model::Report) {
+    let mut said = false;
+    for input in &report.inputs {
+        for note in &input.notes {
+            output::eprint(&format!(
+                "coroner: error: nothing to analyse: {}: {note}\n",
+                input.path
+            ));
+            said = true;
+        }
+    }
+    if !said {
+        output::eprint("coroner: error: nothing to analyse: no file found in the paths given\n");
+    }
+}
+
 fn print_input_errors(report: &coroner_model::Report, level: &str) {
     for input in &report.inputs {
         for e in &input.errors {

@@ -10,6 +10,9 @@ pub enum InputSource {
     Stdin,
     /// A regular file.
     File(PathBuf),
+    /// A named pipe given on the command line (`<(cmd)`, `/dev/stdin`,
+    /// `/dev/fd/N`, a FIFO): read once, as a stream, as `cat` would.
+    Pipe(PathBuf),
 }
 
 /// One input to analyse.
@@ -43,7 +46,8 @@ pub struct Discovery {
 /// Expands command-line paths into inputs. Directories are walked
 /// recursively in file-name order without following symbolic links;
 /// hidden entries (a name starting with `.`) and anything that is not a
-/// regular file are skipped and listed in [`Discovery::skipped`]; source
+/// regular file are skipped and listed in [`Discovery::skipped`] (a FIFO
+/// named in `paths` is read as a stream); source
 /// code, notebooks, configs and docs are skipped and counted in
 /// [`Discovery::directories`]; `selection` (`--include`, `--exclude`)
 /// and `.coronerignore` files decide the rest. A file named in `paths` is
@@ -65,12 +69,31 @@ pub fn discover(paths: &[String], selection: &Selection) -> Discovery {
             Err(e) => found.errors.push((arg.clone(), e.to_string())),
             Ok(meta) if meta.is_dir() => walk(path, selection, &mut found),
             Ok(meta) if meta.is_file() => found.inputs.push(file_input(path, true)),
+            Ok(meta) if is_pipe(&meta) => found.inputs.push(Input {
+                source: InputSource::Pipe(path.to_path_buf()),
+                ..file_input(path, true)
+            }),
             Ok(_) => found
                 .skipped
                 .push((arg.clone(), "not a regular file".to_owned())),
         }
     }
     found
+}
+
+/// A FIFO (what `<(cmd)`, `/dev/stdin` and `/dev/fd/N` lead to when they
+/// are pipes).
+fn is_pipe(meta: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        meta.file_type().is_fifo()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        false
+    }
 }
 
 pub(crate) fn file_input(path: &Path, explicit: bool) -> Input {

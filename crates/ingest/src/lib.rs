@@ -35,10 +35,17 @@ mod follow;
 mod limits;
 mod mapped;
 mod open;
+#[cfg(unix)]
+mod pipe;
 mod prefetch;
 mod python_source;
 mod selection;
+#[cfg(unix)]
+mod sigbus;
+mod source;
 mod walk;
+mod xz_streams;
+mod zstd_frames;
 
 pub use authored::{authored_kind, Authored, LOOK_LEN};
 pub use blocks::{Block, BlockReader, BLOCK_LEN, MAX_LINE};
@@ -51,3 +58,5 @@ pub use open::{detect_kind, open, open_reader, Compression, Opened};
 pub use prefetch::Prefetch;
 pub use selection::{GlobError, Selection, IGNORE_FILE};
 pub use walk::{PassedOver, WalkedDirectory};
+pub use xz_streams::XZ_MEMLIMIT;
+pub use zstd_frames::ZSTD_WINDOW_LOG_MAX;

@@ -4,8 +4,9 @@
 //! "decompression bomb"). Both kinds of compressed input are capped the same
 //! way: at most `ratio` decompressed bytes per compressed byte, but always at
 //! least `floor` bytes and never more than `ceiling`. Output is capped as it
-//! streams, against the compressed file's size (for standard input, against
-//! the compressed bytes read so far); content detected as a core dump gets
+//! streams, against the compressed bytes the decoder has consumed so far
+//! (zstd skippable frames and xz stream padding do not count, so padding
+//! cannot raise the cap); content detected as a core dump gets
 //! [`CORE_EXPANSION`] instead of [`TEXT_EXPANSION`].
 
 use std::io::{self, Read};
@@ -64,12 +65,12 @@ impl<R: Read> Read for Counted<R> {
 }
 
 /// Decompressed output that fails once it grows past the limit allowed for
-/// the compressed size: the whole file's when known, else the compressed
-/// bytes read so far.
+/// the compressed bytes consumed so far. Only bytes the decoder has used
+/// count: padding at the end of a file raises nothing before it is read,
+/// and skippable frames and stream padding never count.
 pub(crate) struct Capped<R> {
     pub(crate) inner: R,
     pub(crate) packed: Arc<AtomicU64>,
-    pub(crate) packed_size: Option<u64>,
     /// Shared so that the limit can change once the content is known.
     pub(crate) limit: Arc<Mutex<ExpansionLimit>>,
     pub(crate) out: u64,
@@ -83,19 +84,26 @@ impl<R: Read> Read for Capped<R> {
         }
         let n = self.inner.read(buf)?;
         let out = self.out.saturating_add(n as u64);
-        let read = self.packed.load(Ordering::Relaxed);
-        let packed = self.packed_size.map_or(read, |size| size.max(read));
+        let packed = self.packed.load(Ordering::Relaxed);
         let limit = *self.limit.lock().unwrap_or_else(|e| e.into_inner());
         if out > limit.allowed(packed) {
             self.stopped = true;
+            let which = if out > limit.ceiling {
+                format!("the ceiling of {} GiB", limit.ceiling >> 30)
+            } else {
+                format!(
+                    "the ratio of {}:1 to the {packed} compressed bytes consumed \
+                     (allowed once past the first {} MiB)",
+                    limit.ratio,
+                    limit.floor >> 20
+                )
+            };
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!(
-                    "decompression stopped after {} bytes of output from {packed} compressed \
-                     bytes: more than {}:1 and over {} MiB, which looks like a decompression bomb",
-                    self.out,
-                    limit.ratio,
-                    limit.floor >> 20
+                    "decompression stopped after {} bytes of output by the expansion limit: \
+                     {which}; this looks like a decompression bomb",
+                    self.out
                 ),
             ));
         }
@@ -127,7 +135,6 @@ mod tests {
         let mut r = Capped {
             inner: io::repeat(b'a'),
             packed,
-            packed_size: None,
             limit: Arc::new(Mutex::new(ExpansionLimit {
                 ratio: 10,
                 floor: 100,

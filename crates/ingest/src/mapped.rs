@@ -2,37 +2,28 @@
 //! file is memory-mapped; a compressed one is decompressed, as a stream, into
 //! an unlinked temporary file that is then mapped.
 
-use coroner_model::shown_path;
 use std::fs::File;
 use std::io::{self, Read};
 use std::ops::Deref;
 use std::path::Path;
 
-/// The bytes of a file, memory-mapped.
+/// The bytes of a file, memory-mapped. Should the file shrink while it is
+/// mapped, the bytes past its new end read as zeros instead of killing
+/// the process, and [`Mapped::shrank`] says so.
 #[derive(Debug)]
 pub struct Mapped {
+    /// Dropped before the map, so the guard never outlives it.
+    #[cfg(unix)]
+    guard: Option<crate::sigbus::Guard>,
     map: Option<memmap2::Mmap>,
+    file: Option<File>,
 }
 
 impl Mapped {
     /// Maps the file at `path`, which must be a regular file: opening a
     /// FIFO would wait for a writer, and a device can be endless.
     pub fn open(path: &Path) -> io::Result<Mapped> {
-        if !std::fs::metadata(path)?.is_file() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{} is not a regular file", shown_path(path)),
-            ));
-        }
-        let file = File::open(path)?;
-        if !file.metadata()?.is_file() {
-            // Replaced between the two looks.
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{} is not a regular file", shown_path(path)),
-            ));
-        }
-        Mapped::of_file(&file)
+        Mapped::of_file(crate::open::open_regular(path)?)
     }
 
     /// Decompressed `reader` written to an unlinked temporary file, then
@@ -43,26 +34,49 @@ impl Mapped {
         let written = io::copy(&mut reader.take(limit.saturating_add(1)), &mut file)?;
         if written > limit {
             return Err(io::Error::other(format!(
-                "decompression stopped at byte {limit}: the decompressed core would be larger \
-                 than allowed for its compressed size, which looks like a decompression bomb"
+                "the temporary copy of the core stopped at {limit} bytes, the most a core may \
+                 take on disk"
             )));
         }
-        Mapped::of_file(&file)
+        Mapped::of_file(file)
     }
 
-    fn of_file(file: &File) -> io::Result<Mapped> {
+    fn of_file(file: File) -> io::Result<Mapped> {
         if file.metadata()?.len() == 0 {
             // Mapping an empty file fails on some systems; nothing to map.
-            return Ok(Mapped { map: None });
+            return Ok(Mapped {
+                #[cfg(unix)]
+                guard: None,
+                map: None,
+                file: None,
+            });
         }
         // SAFETY: the map is read-only and private to this process. Another
         // process truncating the file while it is mapped would raise SIGBUS
-        // on access; core files and our own unlinked temporary files are not
-        // written after they are complete, which is the accepted risk of
-        // every tool that maps its input (gdb, ripgrep).
+        // on access past the new end: the guard answers that with zeros
+        // and records it (see `sigbus`).
         #[allow(unsafe_code)]
-        let map = unsafe { memmap2::Mmap::map(file)? };
-        Ok(Mapped { map: Some(map) })
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        Ok(Mapped {
+            #[cfg(unix)]
+            guard: crate::sigbus::Guard::new(map.as_ptr(), map.len()),
+            map: Some(map),
+            file: Some(file),
+        })
+    }
+
+    /// Whether the file shrank while it was mapped: some bytes read as
+    /// zeros, or its size is now less than what was mapped. What was read
+    /// from it cannot be trusted in full.
+    pub fn shrank(&self) -> bool {
+        #[cfg(unix)]
+        if self.guard.as_ref().is_some_and(|g| g.shrank()) {
+            return true;
+        }
+        match (&self.file, &self.map) {
+            (Some(file), Some(map)) => file.metadata().is_ok_and(|m| m.len() < map.len() as u64),
+            _ => false,
+        }
     }
 }
 
@@ -96,6 +110,25 @@ mod tests {
         let err = Mapped::open(Path::new("/dev/null")).err();
         assert!(err.is_some_and(|e| e.to_string().contains("not a regular file")));
         assert!(Mapped::open(Path::new("/")).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_truncated_while_mapped_reads_zeros_and_says_so() {
+        let file = tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(file.path(), vec![7u8; 256 * 1024]).unwrap_or_else(|e| panic!("{e}"));
+        let mapped = Mapped::open(file.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!mapped.shrank());
+        // Another writer cuts it to 4 KiB, as a crashing job's core that
+        // is still being written or is rotated away.
+        let other = std::fs::OpenOptions::new()
+            .write(true)
+            .open(file.path())
+            .unwrap_or_else(|e| panic!("{e}"));
+        other.set_len(4096).unwrap_or_else(|e| panic!("{e}"));
+        let sum: u64 = mapped.iter().map(|&b| u64::from(b)).sum();
+        assert_eq!(sum, 7 * 4096, "the bytes past the new end read as zeros");
+        assert!(mapped.shrank());
     }
 
     #[test]

@@ -1,8 +1,11 @@
 use crate::discover::{Input, InputSource};
 use crate::limits::{Capped, Counted, ExpansionLimit, CORE_EXPANSION, TEXT_EXPANSION};
+use crate::xz_streams::XzStreams;
+use crate::zstd_frames::ZstdFrames;
 use coroner_model::InputKind;
 use std::fs::File;
 use std::io::{self, Cursor, Read};
+use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
@@ -14,7 +17,8 @@ const SNIFF_LEN: usize = 8 * 1024;
 pub enum Compression {
     /// `1f 8b`
     Gzip,
-    /// `28 b5 2f fd`
+    /// `28 b5 2f fd`, or a skippable frame first (`5? 2a 4d 18`, as
+    /// pzstd writes)
     Zstd,
     /// `fd 37 7a 58 5a 00`
     Xz,
@@ -33,9 +37,9 @@ impl Compression {
     fn sniff(head: &[u8]) -> Option<Compression> {
         if head.starts_with(&[0x1f, 0x8b]) {
             Some(Compression::Gzip)
-        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        } else if crate::zstd_frames::is_zstd(head) {
             Some(Compression::Zstd)
-        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+        } else if crate::xz_streams::is_xz(head) {
             Some(Compression::Xz)
         } else {
             None
@@ -65,27 +69,49 @@ impl std::fmt::Debug for Opened {
 /// Opens an input, undoes its compression and detects its kind from the
 /// first bytes of content.
 pub fn open(input: &Input) -> io::Result<Opened> {
-    let (raw, size): (Box<dyn Read + Send>, _) = match &input.source {
-        InputSource::Stdin => (Box::new(io::stdin()), None),
-        InputSource::File(path) => {
-            let file = File::open(path)?;
-            let size = file.metadata().ok().map(|m| m.len());
-            (Box::new(file), size)
-        }
+    let raw: Box<dyn Read + Send> = match &input.source {
+        InputSource::Stdin => Box::new(io::stdin()),
+        InputSource::File(path) => Box::new(open_regular(path)?),
+        #[cfg(unix)]
+        InputSource::Pipe(path) => Box::new(crate::pipe::open_pipe(path)?),
+        #[cfg(not(unix))]
+        InputSource::Pipe(path) => Box::new(File::open(path)?),
     };
-    open_sized(raw, size)
+    open_reader(raw)
+}
+
+/// Opens `path`, which was a regular file when it was found, without
+/// waiting: opened non-blocking, so that a FIFO put in its place since
+/// cannot hold the run waiting for a writer, and refused unless the opened
+/// handle is a regular file.
+pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file (it changed after it was found); not read",
+                coroner_model::shown_path(path)
+            ),
+        ));
+    }
+    Ok(file)
 }
 
 /// [`open`] for bytes from any reader. Decompressed output is capped
-/// relative to the compressed bytes read so far, at [`TEXT_EXPANSION`]
-/// ([`CORE_EXPANSION`] for a core dump): past it, reading fails with an
-/// error that says how far it got.
+/// relative to the compressed bytes the decoder has consumed so far (not
+/// counting zstd skippable frames or xz stream padding), at
+/// [`TEXT_EXPANSION`] ([`CORE_EXPANSION`] for a core dump): past it,
+/// reading fails with an error that says how far it got and which limit
+/// stopped it.
 pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
-    open_sized(raw, None)
-}
-
-/// [`open_reader`] for `size` compressed bytes in all, when known.
-fn open_sized(raw: Box<dyn Read + Send>, size: Option<u64>) -> io::Result<Opened> {
     let (head, raw) = peek(raw, 6)?;
     let compression = Compression::sniff(&head);
     let packed = Arc::new(AtomicU64::new(0));
@@ -96,8 +122,8 @@ fn open_sized(raw: Box<dyn Read + Send>, size: Option<u64>) -> io::Result<Opened
     let decoded: Box<dyn Read + Send> = match compression {
         None => counted.inner,
         Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(counted)),
-        Some(Compression::Zstd) => Box::new(zstd::stream::read::Decoder::new(counted)?),
-        Some(Compression::Xz) => Box::new(xz2::read::XzDecoder::new_multi_decoder(counted)),
+        Some(Compression::Zstd) => Box::new(ZstdFrames::new(counted.inner, Arc::clone(&packed))?),
+        Some(Compression::Xz) => Box::new(XzStreams::new(counted.inner, Arc::clone(&packed))),
     };
     let limit = Arc::new(Mutex::new(TEXT_EXPANSION));
     let decoded: Box<dyn Read + Send> = match compression {
@@ -105,7 +131,6 @@ fn open_sized(raw: Box<dyn Read + Send>, size: Option<u64>) -> io::Result<Opened
         Some(_) => Box::new(Capped {
             inner: decoded,
             packed,
-            packed_size: size,
             limit: Arc::clone(&limit),
             out: 0,
             stopped: false,
@@ -405,6 +430,30 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(out, text);
         assert_eq!(opened.kind, InputKind::Log);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_turned_fifo_is_refused_without_waiting() {
+        let dir = std::env::temp_dir().join(format!("coroner-fifo-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let fifo = dir.join("was-a-file.log");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success());
+        if made {
+            // Found as a regular file by the walk, then replaced.
+            let input = crate::discover::file_input(&fifo, false);
+            let err = open(&input)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains("not a regular file"), "{err}");
+            let mapped = crate::Mapped::open(&fifo).err().map(|e| e.to_string());
+            assert!(mapped.is_some_and(|e| e.contains("not a regular file")));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

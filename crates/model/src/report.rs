@@ -357,4 +357,15 @@ impl Report {
     pub fn nothing_analysed(&self) -> bool {
         self.has_input_errors() && self.analysed_inputs() == 0
     }
+
+    /// Whether no byte of any input was read: no input at all (an empty
+    /// directory), or every one skipped (binary data, special files,
+    /// source code, paths left out) or unreadable. Such a run has nothing
+    /// to say about the job, which is not the same as a clean one.
+    pub fn nothing_read(&self) -> bool {
+        self.inputs.iter().all(|i| {
+            matches!(i.kind, InputKind::Directory | InputKind::Unreadable)
+                || (i.kind == InputKind::Binary && i.bytes == 0 && i.lines == 0)
+        })
+    }
 }
