@@ -81,6 +81,28 @@ impl Run {
 /// Runs `analyze --format json ARGS` and fails if it takes longer than
 /// `limit`.
 fn analyze_bounded(args: &[&str], limit: Duration) -> Run {
+    let mut all = vec!["analyze", "--format", "json"];
+    all.extend_from_slice(args);
+    let (out, elapsed, peak_kib) = run_bounded(&all, limit);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {err}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    Run {
+        out,
+        report,
+        elapsed,
+        peak_kib,
+    }
+}
+
+/// Runs coroner with `args`, failing if it takes longer than `limit`; its
+/// output, how long it took and its peak resident memory in KiB where
+/// `/usr/bin/time` can tell.
+fn run_bounded(args: &[&str], limit: Duration) -> (Output, Duration, Option<u64>) {
     let time = Path::new("/usr/bin/time");
     let mut cmd = if time.exists() {
         let mut c = Command::new(time);
@@ -90,8 +112,7 @@ fn analyze_bounded(args: &[&str], limit: Duration) -> Run {
     } else {
         coroner()
     };
-    cmd.args(["analyze", "--format", "json"])
-        .args(args)
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -135,18 +156,7 @@ fn analyze_bounded(args: &[&str], limit: Duration) -> Run {
                 .strip_prefix("Maximum resident set size (kbytes): ")
         })
         .and_then(|n| n.trim().parse().ok());
-    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\nstderr: {err}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
-    Run {
-        out,
-        report,
-        elapsed,
-        peak_kib,
-    }
+    (out, elapsed, peak_kib)
 }
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -1128,4 +1138,224 @@ fn paths_a_core_records_are_opened_only_where_the_user_points_and_reveal_nothing
     std::os::unix::fs::symlink("/usr", dir.path("sysroot/usr")).unwrap();
     let linked = status_of_recorded(&dir, "/usr/bin/ls", &["--sysroot", &sysroot]);
     assert_eq!(linked, absent);
+}
+
+/// Time allowed for the inputs of 10^5 ranks with the debug build, tests
+/// running side by side on 2 shared cores (alone, it takes 40 to 60 s;
+/// the release build 6 to 9 s). Before the fixes, the release build ran
+/// past 300 s on both.
+const SCALE_LIMIT: Duration = Duration::from_secs(300);
+
+/// Fails if a run's peak resident memory, where known, passed `mib`.
+fn assert_peak_below(peak_kib: Option<u64>, mib: u64, what: &str) {
+    if let Some(kib) = peak_kib {
+        assert!(kib < mib * 1024, "{what}: peak RSS {kib} KiB");
+    }
+}
+
+/// 100 000 ranks that each print one out-of-memory line (a 15 MB log).
+/// Every finding was compared with every other and carried its own copy
+/// of the rule's text: more than 300 s and 500 MiB with the release build.
+/// Now the same finding on every rank is reported once with its ranks.
+/// The limits are for the debug build on 2 shared cores (the release
+/// build: see the README's limits table).
+#[test]
+fn a_hundred_thousand_ranks_out_of_memory_are_one_finding() {
+    let dir = Scratch::new("hostile-ranks");
+    let mut log = Vec::with_capacity(16 << 20);
+    for rank in 0..100_000 {
+        writeln!(
+            log,
+            "[rank{rank}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. \
+             GPU 0 has a total capacity of 79.35 GiB of which 1.2 GiB is free."
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.path("ranks.log"), &log).unwrap();
+    let run = analyze_bounded(&[&dir.display("ranks.log")], SCALE_LIMIT);
+    eprintln!(
+        "100 000 ranks analysed in {:?}, peak RSS {:?} KiB",
+        run.elapsed, run.peak_kib
+    );
+    assert_eq!(run.report["root_cause"]["category"], "gpu-oom");
+    assert_eq!(run.report["root_cause"]["rank"], 0);
+    let findings = run.report["findings"].as_array().unwrap();
+    assert_eq!(
+        findings.len(),
+        1,
+        "{:?}",
+        findings.iter().map(|f| &f["rule"]).collect::<Vec<_>>()
+    );
+    assert_eq!(findings[0]["rank"], 0);
+    assert_eq!(findings[0]["count"], 100_000);
+    let ranks = findings[0]["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 100_000);
+    assert_eq!(ranks[99_999], 99_999);
+    assert!(
+        run.out.stdout.len() < 4 << 20,
+        "{} bytes of JSON",
+        run.out.stdout.len()
+    );
+    assert_peak_below(run.peak_kib, 384, "100 000 ranks");
+    let (human, _, _) = run_bounded(&["analyze", &dir.display("ranks.log")], SCALE_LIMIT);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("Seen on 100000 ranks: 0-99999."), "{text}");
+}
+
+/// 100 000 ranks each open a traceback that never ends, then 10^6 other
+/// lines: each line looked for its rank's traceback among all those
+/// open (more than 300 s). Now a line costs the same however many are
+/// open, and at most 16 384 are (the oldest is closed, and counted).
+#[test]
+fn a_hundred_thousand_open_tracebacks_cost_nothing_per_line() {
+    let dir = Scratch::new("hostile-tracebacks");
+    let mut log = Vec::with_capacity(28 << 20);
+    for rank in 0..100_000 {
+        writeln!(log, "[rank{rank}]: Traceback (most recent call last):").unwrap();
+    }
+    for step in 0..1_000_000 {
+        writeln!(log, "step {step} loss 0.5").unwrap();
+    }
+    std::fs::write(dir.path("tracebacks.log"), &log).unwrap();
+    let run = analyze_bounded(
+        &[&dir.display("tracebacks.log"), &fixture(OOM)],
+        SCALE_LIMIT,
+    );
+    eprintln!(
+        "open tracebacks analysed in {:?}, peak RSS {:?} KiB",
+        run.elapsed, run.peak_kib
+    );
+    run.assert_survived();
+    let notes = run.messages("tracebacks.log", "notes");
+    assert!(
+        notes.contains("83616 Python traceback(s) were closed"),
+        "{notes}"
+    );
+    assert_peak_below(run.peak_kib, 384, "open tracebacks");
+}
+
+/// A user rule whose message repeats a 500 000-character capture 200 and
+/// 1 000 times: 819 MiB, then an abort. Every capture and every filled
+/// message is capped, and the report wraps the result in linear time.
+#[test]
+fn a_message_repeating_a_long_capture_is_capped() {
+    let dir = Scratch::new("hostile-placeholders");
+    let rules = dir.path("rules");
+    std::fs::create_dir(&rules).unwrap();
+    for times in [200, 1000] {
+        let message = "{blob} ".repeat(times);
+        std::fs::write(
+            rules.join(format!("blob-{times}.toml")),
+            format!(
+                "id = \"blob-{times}\"\ntitle = \"A blob\"\ncategory = \"python-error\"\n\
+                 severity = \"warning\"\nmessage = \"{message}\"\nremediation = [\"None.\"]\n\
+                 [match]\nliterals = [\"BLOB\"]\nany = ['BLOB (?P<blob>\\S+)']\n\
+                 [[examples]]\nfires = true\ninput = \"BLOB abc\\n\"\ncaptures = {{ blob = \"abc\" }}\n\
+                 [[examples]]\nfires = false\ninput = \"nothing\\n\"\n"
+            ),
+        )
+        .unwrap();
+    }
+    let mut log = b"BLOB ".to_vec();
+    log.extend(std::iter::repeat_n(b'A', 500_000));
+    log.push(b'\n');
+    std::fs::write(dir.path("blob.log"), &log).unwrap();
+    let rules = rules.to_string_lossy().into_owned();
+    let args = ["--rules", &rules, &dir.display("blob.log"), &fixture(OOM)];
+    let run = analyze_bounded(&args, LIMIT);
+    run.assert_survived();
+    let findings = run.report["findings"].as_array().unwrap();
+    for times in [200, 1000] {
+        let f = findings
+            .iter()
+            .find(|f| f["rule"] == format!("blob-{times}"))
+            .unwrap_or_else(|| panic!("no blob-{times} finding: {}", run.stderr()));
+        let message = f["message"].as_str().unwrap();
+        assert!(
+            message.len() <= 4100 && message.ends_with('…'),
+            "{}",
+            message.len()
+        );
+        assert!(f["captures"]["blob"].as_str().unwrap().chars().count() <= 401);
+    }
+    assert_peak_below(run.peak_kib, 256, "long placeholders");
+    let mut human = vec!["analyze", "-v"];
+    human.extend_from_slice(&args);
+    let (out, elapsed, _) = run_bounded(&human, LIMIT);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("long placeholders rendered in {elapsed:?}");
+}
+
+/// A little-endian x86-64 ELF core with one PT_NOTE segment of `threads`
+/// `NT_PRSTATUS` notes (thread ids from 1, registers all zero).
+fn core_with_threads(threads: u32) -> Vec<u8> {
+    const PRSTATUS: usize = 336;
+    let note_len = 12 + 8 + PRSTATUS;
+    let notes_size = note_len * threads as usize;
+    let mut elf = Vec::with_capacity(64 + 56 + notes_size);
+    elf.extend_from_slice(b"\x7fELF\x02\x01\x01\x00");
+    elf.extend_from_slice(&[0; 8]);
+    elf.extend_from_slice(&4u16.to_le_bytes()); // ET_CORE
+    elf.extend_from_slice(&0x3eu16.to_le_bytes()); // x86-64
+    elf.extend_from_slice(&1u32.to_le_bytes());
+    elf.extend_from_slice(&0u64.to_le_bytes()); // entry
+    elf.extend_from_slice(&64u64.to_le_bytes()); // phoff
+    elf.extend_from_slice(&0u64.to_le_bytes()); // shoff
+    elf.extend_from_slice(&0u32.to_le_bytes()); // flags
+    elf.extend_from_slice(&64u16.to_le_bytes()); // ehsize
+    elf.extend_from_slice(&56u16.to_le_bytes()); // phentsize
+    elf.extend_from_slice(&1u16.to_le_bytes()); // phnum
+    elf.extend_from_slice(&[0; 6]);
+    let note_at = 64 + 56;
+    elf.extend_from_slice(&4u32.to_le_bytes()); // PT_NOTE
+    elf.extend_from_slice(&0u32.to_le_bytes());
+    elf.extend_from_slice(&(note_at as u64).to_le_bytes());
+    elf.extend_from_slice(&[0; 16]);
+    elf.extend_from_slice(&(notes_size as u64).to_le_bytes());
+    elf.extend_from_slice(&(notes_size as u64).to_le_bytes());
+    elf.extend_from_slice(&4u64.to_le_bytes());
+    assert_eq!(elf.len(), note_at);
+    for tid in 1..=threads {
+        elf.extend_from_slice(&5u32.to_le_bytes());
+        elf.extend_from_slice(&(PRSTATUS as u32).to_le_bytes());
+        elf.extend_from_slice(&1u32.to_le_bytes()); // NT_PRSTATUS
+        elf.extend_from_slice(b"CORE\0\0\0\0");
+        let mut desc = [0u8; PRSTATUS];
+        desc[32..36].copy_from_slice(&tid.to_le_bytes());
+        elf.extend_from_slice(&desc);
+    }
+    elf
+}
+
+/// A core of 200 000 threads (a few hundred KB compressed): every thread
+/// was unwound and reported. coroner unwinds the first 1 024 (the
+/// crashing thread first) and counts the rest.
+#[test]
+fn a_core_of_200_000_threads_is_read_in_bounded_memory() {
+    let dir = Scratch::new("hostile-threads");
+    let core = zstd::encode_all(&core_with_threads(200_000)[..], 3).unwrap();
+    std::fs::write(dir.path("threads.core.zst"), core).unwrap();
+    let run = analyze_bounded(
+        &[&dir.display("threads.core.zst"), &fixture(OOM)],
+        Duration::from_secs(120),
+    );
+    eprintln!(
+        "200 000 threads analysed in {:?}, peak RSS {:?} KiB",
+        run.elapsed, run.peak_kib
+    );
+    run.assert_survived();
+    let core = &run.input("threads.core.zst")["core"];
+    assert_eq!(core["threads_omitted"], 200_000 - 1024, "{core}");
+    assert_eq!(core["threads"].as_array().map(Vec::len), Some(1024));
+    assert!(
+        run.out.stdout.len() < 4 << 20,
+        "{} bytes",
+        run.out.stdout.len()
+    );
+    assert_peak_below(run.peak_kib, 256, "200 000 threads");
 }

@@ -19,10 +19,15 @@ fn key(rule: usize, rank: Option<u32>, host: Option<&String>, gpu: Option<&Strin
     (rule, rank, host, gpu.cloned())
 }
 
+/// Findings of one rule whose evidence keeps its surrounding lines.
+const CONTEXT_PER_RULE: usize = 64;
 /// Evidence entries kept per finding.
 const MAX_EVIDENCE: usize = 3;
 /// Characters of a line kept in evidence.
 pub(crate) const MAX_EVIDENCE_CHARS: usize = 400;
+/// Characters of a capture kept (the rest is cut, marked `…`): a capture
+/// fills messages, and a rule may repeat it.
+pub(crate) const MAX_CAPTURE_CHARS: usize = 400;
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -254,7 +259,7 @@ impl FindingTable {
                     captures: m
                         .captures
                         .iter()
-                        .map(|(k, v)| (k.clone(), inert(v).into_owned()))
+                        .map(|(k, v)| (k.clone(), inert_capped(v, MAX_CAPTURE_CHARS)))
                         .collect(),
                     traceback: None,
                     printed_by: nccl_process(unprefixed).map(|p| Printer {
@@ -306,13 +311,27 @@ impl FindingTable {
         ctx.after.len() < wanted
     }
 
-    /// The findings, in the order they were first seen.
+    /// The findings, in the order they were first seen. Past the first
+    /// [`CONTEXT_PER_RULE`] findings of a rule, the evidence keeps no
+    /// surrounding lines: a rule that fires on every one of 100 000 ranks
+    /// then costs a line per rank, not five.
     pub(crate) fn into_findings(mut self, rules: &RuleSet) -> Vec<Finding> {
+        self.index = HashMap::new();
         self.entries.sort_by_key(|e| e.order);
-        self.entries
-            .into_iter()
-            .filter_map(|e| e.into_finding(rules))
-            .collect()
+        let mut per_rule: HashMap<usize, usize> = HashMap::new();
+        let mut findings = Vec::with_capacity(self.entries.len());
+        for mut e in std::mem::take(&mut self.entries) {
+            let seen = per_rule.entry(e.rule).or_default();
+            *seen += 1;
+            if *seen > CONTEXT_PER_RULE {
+                for ev in &mut e.evidence {
+                    ev.context = None;
+                }
+            }
+            e.evidence.shrink_to_fit();
+            findings.extend(e.into_finding(rules));
+        }
+        findings
     }
 
     /// The findings as comparable text: rule, rank, count, the lines of
@@ -376,6 +395,7 @@ impl Entry {
             evidence: self.evidence,
             captures: self.captures.into_iter().collect(),
             rank: self.rank,
+            ranks: Vec::new(),
             host: self.host,
             gpu: self.gpu,
             action: Some(rule.action),

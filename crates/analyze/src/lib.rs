@@ -16,6 +16,7 @@ mod cores;
 mod devices;
 pub mod examples;
 mod findings;
+mod group;
 mod hosts;
 mod processes;
 mod ranks;
@@ -167,6 +168,8 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     cascade::apply(&mut findings, rules);
     let (root_cause, findings) =
         root_cause::choose(findings, &inputs, &|id| root_cause::Standing::of(rules, id));
+    let mut findings = group::across_ranks(findings);
+    let findings_omitted = group::cap(&mut findings);
     let stats = Stats {
         bytes: inputs.iter().map(|i| i.bytes).sum(),
         lines: inputs.iter().map(|i| i.lines).sum(),
@@ -185,6 +188,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
         },
         root_cause,
         findings,
+        findings_omitted,
         inputs,
         stats,
         notes: Vec::new(),

@@ -195,7 +195,7 @@ pub fn choose(
         summary,
         rank,
         evidence: primary.evidence.clone(),
-        remediation: primary.remediation.clone(),
+        remediation: primary.remediation.to_vec(),
         severity: Some(primary.severity),
         explains,
         confidence: Some(confidence),

@@ -299,6 +299,13 @@ pub(crate) fn scan_part(
     }
     scan.scanner.finish();
     scan.tracebacks.finish(&mut scan.read_tracebacks);
+    if scan.tracebacks.closed_early() > 0 {
+        summary.notes.push(format!(
+            "{} Python traceback(s) were closed before their end: more than {} were open at once",
+            scan.tracebacks.closed_early(),
+            coroner_logs::MAX_OPEN_TRACEBACKS
+        ));
+    }
     scan.stacks.finish(&mut scan.read_stacks);
     let interrupted = scan
         .read_tracebacks

@@ -66,7 +66,7 @@ fn rule_entry(rule: &Rule) -> Entry {
         sticky: None,
         summary: rule.title.clone(),
         causes: Vec::new(),
-        fixes: rule.remediation.clone(),
+        fixes: rule.remediation.to_vec(),
         source: Some(rule.source.clone()),
         immediate: Vec::new(),
         investigatory: Vec::new(),

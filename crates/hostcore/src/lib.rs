@@ -180,6 +180,14 @@ pub fn read_host_core(core: &[u8], options: &Options) -> Result<HostCore, HostCo
             })
             .collect();
     }
+    out.threads_omitted = notes.threads_omitted;
+    if notes.threads_omitted > 0 {
+        warnings.push(format!(
+            "{} more threads not unwound: the first {} are",
+            notes.threads_omitted,
+            HostCore::MAX_THREADS
+        ));
+    }
 
     let mut listed: Vec<_> = modules.list.iter().map(|m| m.info.clone()).collect();
     listed.retain(|m| !m.path.is_empty());

@@ -55,7 +55,10 @@ pub struct FileMapping {
 
 #[derive(Debug, Default)]
 pub struct Notes {
+    /// The first [`coroner_model::HostCore::MAX_THREADS`] threads.
     pub threads: Vec<ThreadNote>,
+    /// The thread notes past those.
+    pub threads_omitted: u64,
     pub psinfo: Option<PsInfo>,
     pub siginfo: Option<SigInfo>,
     pub auxv: Vec<(u64, u64)>,
@@ -75,6 +78,9 @@ pub fn decode(notes: &[Note<'_>], arch: Option<Arch>, warnings: &mut Vec<String>
         let core = note.name == b"CORE";
         let linux = note.name == b"LINUX";
         match note.n_type {
+            NT_PRSTATUS if core && out.threads.len() >= coroner_model::HostCore::MAX_THREADS => {
+                out.threads_omitted += 1;
+            }
             NT_PRSTATUS if core => out.threads.push(prstatus(note.desc, arch, warnings)),
             NT_PRPSINFO if core => out.psinfo = psinfo(note.desc),
             NT_SIGINFO if core => out.siginfo = siginfo(note.desc),

@@ -38,4 +38,4 @@ pub use record::continues_message;
 pub use stack_dump::{DumpTool, StackDump, StackDumpReader, StackThread, Trigger};
 pub use template::suspicious_template;
 pub use timestamp::{line_time, LineTime};
-pub use traceback::{RankedTraceback, TracebackReader};
+pub use traceback::{RankedTraceback, TracebackReader, MAX_OPEN as MAX_OPEN_TRACEBACKS};

@@ -21,8 +21,13 @@
 //! A traceback ends at the first line after an exception that neither
 //! continues it nor links to a next exception, after [`BETWEEN_LINES`]
 //! lines, or at the end of the input ([`TracebackReader::finish`]).
+//!
+//! Each line costs the same however many tracebacks are open: they are
+//! found by rank. At most [`MAX_OPEN`] are open at once; opening one more
+//! closes the oldest, and [`TracebackReader::closed_early`] counts them.
 
 use coroner_model::{inert_capped, ChainLink, PyException, PyFrame, Traceback};
+use std::collections::{BTreeMap, HashMap};
 
 /// Lines after an exception line in which a chain link may still come
 /// (the rest of a multi-line message and blank lines).
@@ -37,6 +42,9 @@ const MAX_CHAIN: usize = 8;
 const MAX_STRAY: u32 = 4;
 /// Longest message or source line kept, in characters.
 const MAX_TEXT: usize = 300;
+/// Tracebacks open at once (one per rank): a job of this many ranks
+/// printing their tracebacks at the same time is read whole.
+pub const MAX_OPEN: usize = 16_384;
 
 const HEADER: &str = "Traceback (most recent call last):";
 const CAUSE: &str = "The above exception was the direct cause of the following exception:";
@@ -45,7 +53,14 @@ const CONTEXT: &str = "During handling of the above exception, another exception
 /// Reads the tracebacks of one input.
 #[derive(Debug, Default)]
 pub struct TracebackReader {
-    open: Vec<(Option<u32>, Open)>,
+    /// The tracebacks in progress by rank, each with its place in `order`.
+    open: HashMap<Option<u32>, (u64, Open)>,
+    /// The ranks of the open tracebacks, oldest first.
+    order: BTreeMap<u64, Option<u32>>,
+    /// The place in `order` of the next traceback opened.
+    next: u64,
+    /// Tracebacks closed because [`MAX_OPEN`] others were open.
+    closed_early: u64,
 }
 
 /// A complete traceback and the rank whose output it was.
@@ -98,59 +113,79 @@ impl TracebackReader {
     ) {
         let line = text.trim_end();
         let bare = line.trim_start();
-        let at = self.open.iter().position(|(r, _)| *r == rank);
         // `^C` before the header: the terminal's echo of the Ctrl-C that
         // raised the KeyboardInterrupt this traceback ends with.
         let interrupted = bare.strip_prefix("^C") == Some(HEADER);
         if bare == HEADER || interrupted {
-            let follows = match at.and_then(|i| self.open.get(i)).map(|(_, o)| o.state) {
+            let open = self.open.get_mut(&rank).map(|(_, o)| o);
+            let follows = match open.as_ref().map(|o| o.state) {
                 Some(State::Between {
                     link: Some(link), ..
                 }) => Some(link),
                 _ => None,
             };
-            match (at, follows) {
-                (Some(i), Some(link)) => {
-                    if let Some((_, open)) = self.open.get_mut(i) {
-                        open.follows = Some(link);
-                        open.state = State::Frames {
-                            code: false,
-                            stray: 0,
-                        };
-                    }
+            match (open, follows) {
+                (Some(open), Some(link)) => {
+                    open.follows = Some(link);
+                    open.state = State::Frames {
+                        code: false,
+                        stray: 0,
+                    };
                 }
-                (Some(i), None) => {
-                    self.close(i, out);
+                (open, _) => {
+                    if open.is_some() {
+                        self.close(rank, out);
+                    }
                     if may_start {
-                        self.open.push((rank, Open::new(interrupted, number)));
+                        self.start(rank, Open::new(interrupted, number), out);
                     }
                 }
-                (None, _) if may_start => self.open.push((rank, Open::new(interrupted, number))),
-                (None, _) => {}
             }
             return;
         }
-        let Some(i) = at else { return };
-        let Some((_, open)) = self.open.get_mut(i) else {
+        let Some((_, open)) = self.open.get_mut(&rank) else {
             return;
         };
         if open.read(line, bare, number) == Step::Close {
-            self.close(i, out);
+            self.close(rank, out);
         }
+    }
+
+    /// How many tracebacks were closed before their end because
+    /// [`MAX_OPEN`] others were open.
+    pub fn closed_early(&self) -> u64 {
+        self.closed_early
+    }
+
+    /// Opens `open` for `rank`, closing the oldest open traceback first
+    /// when [`MAX_OPEN`] are.
+    fn start(&mut self, rank: Option<u32>, open: Open, out: &mut Vec<RankedTraceback>) {
+        if self.open.len() >= MAX_OPEN {
+            if let Some((_, oldest)) = self.order.first_key_value() {
+                let oldest = *oldest;
+                self.close(oldest, out);
+                self.closed_early += 1;
+            }
+        }
+        self.order.insert(self.next, rank);
+        self.open.insert(rank, (self.next, open));
+        self.next += 1;
     }
 
     /// Completes every traceback still open (the end of the input).
     pub fn finish(&mut self, out: &mut Vec<RankedTraceback>) {
-        while !self.open.is_empty() {
-            self.close(0, out);
+        while let Some((_, rank)) = self.order.first_key_value() {
+            let rank = *rank;
+            self.close(rank, out);
         }
     }
 
-    fn close(&mut self, i: usize, out: &mut Vec<RankedTraceback>) {
-        if i >= self.open.len() {
+    /// Completes the traceback of `rank`, if one is open.
+    fn close(&mut self, rank: Option<u32>, out: &mut Vec<RankedTraceback>) {
+        let Some((place, mut open)) = self.open.remove(&rank) else {
             return;
-        }
-        let (rank, mut open) = self.open.remove(i);
+        };
+        self.order.remove(&place);
         // An interrupt's traceback cut before its exception line (a paste
         // that stops at the last frame) is still the interrupt.
         if open.done.is_empty() && !open.frames.is_empty() {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One stack frame, host or device.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Frame {
     /// 0 for the innermost frame. Inlined frames share their caller's
     /// address and get their own index.
@@ -95,6 +95,21 @@ pub struct MappedModule {
     pub status: String,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl HostCore {
+    /// Threads of a core that are unwound and reported at most, the
+    /// crashing thread (the first) always among them.
+    pub const MAX_THREADS: usize = 1024;
+
+    /// The threads in the core: those reported and those not unwound.
+    pub fn thread_count(&self) -> u64 {
+        self.threads.len() as u64 + self.threads_omitted
+    }
+}
+
 /// What a host ELF core says.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostCore {
@@ -104,8 +119,13 @@ pub struct HostCore {
     pub process: Process,
     /// The fatal signal.
     pub signal: Option<Signal>,
-    /// Every thread; the crashing thread first.
+    /// The threads, the crashing thread first (at most
+    /// [`HostCore::MAX_THREADS`]).
     pub threads: Vec<HostThread>,
+    /// Threads in the core that were not unwound or reported: those past
+    /// the first [`HostCore::MAX_THREADS`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub threads_omitted: u64,
     /// Files mapped into the process.
     pub modules: Vec<MappedModule>,
     /// Where the fault is: `libcuda`, `libcudart`, `libnccl`, `libtorch`,

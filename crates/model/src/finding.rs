@@ -76,8 +76,16 @@ pub struct Finding {
     pub evidence: Vec<Evidence>,
     /// Named captures of the first match.
     pub captures: BTreeMap<String, String>,
-    /// The rank the finding belongs to, when known.
+    /// The rank the finding belongs to, when known; for a finding seen on
+    /// several ranks (`ranks`), the first of them in the report's order
+    /// (the root cause's own, for its finding).
     pub rank: Option<u32>,
+    /// Every rank the same finding was seen on, ascending, when it was
+    /// seen on more than one: findings of one rule with the same message,
+    /// GPU and relation to the incident on different ranks are reported
+    /// once. Empty for a finding of one rank or none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<u32>,
     /// The node it happened on, when known: a host name from the line
     /// (NCCL's `host:pid:tid` header, a syslog host field, a scheduler's
     /// node name) or from the rank's other lines.
@@ -93,9 +101,9 @@ pub struct Finding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<crate::ActionKind>,
     /// Ordered remediation steps, most likely fix first.
-    pub remediation: Vec<String>,
+    pub remediation: RuleText,
     /// Documentation links or names.
-    pub references: Vec<String>,
+    pub references: RuleText,
     /// The rule of the finding this one is a consequence of, when the
     /// incident holds one whose rule `explains` this category.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,4 +125,45 @@ pub struct Finding {
 pub struct Printer {
     pub pid: u32,
     pub device: u32,
+}
+
+/// Lines of text a rule gives every one of its findings (remediation
+/// steps, references): shared by the findings, not copied into each. It
+/// reads and serializes as a list of strings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuleText(std::sync::Arc<[String]>);
+
+impl std::ops::Deref for RuleText {
+    type Target = [String];
+
+    fn deref(&self) -> &[String] {
+        &self.0
+    }
+}
+
+impl From<Vec<String>> for RuleText {
+    fn from(lines: Vec<String>) -> Self {
+        RuleText(lines.into())
+    }
+}
+
+impl Serialize for RuleText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for RuleText {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Vec::<String>::deserialize(d).map(RuleText::from)
+    }
+}
+
+impl<'a> IntoIterator for &'a RuleText {
+    type Item = &'a String;
+    type IntoIter = std::slice::Iter<'a, String>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
 }

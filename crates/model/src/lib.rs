@@ -23,7 +23,7 @@ pub use dump::{
     Frame, GpuCore, GpuDevice, GpuException, GpuKernel, HostCore, HostThread, MappedModule,
     Process, Signal, SourceLine,
 };
-pub use finding::{Context, Evidence, Finding, Location, Printer};
+pub use finding::{Context, Evidence, Finding, Location, Printer, RuleText};
 pub use report::{
     Confidence, InputError, InputKind, InputSummary, Report, RootCause, Stats, Tool, UnreadLines,
 };

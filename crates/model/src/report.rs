@@ -309,6 +309,14 @@ pub struct Report {
     /// that left findings out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Findings left out of `findings` (the least severe, the last seen)
+    /// because more than coroner lists were found.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub findings_omitted: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Lines of one template that look like a failure and that no rule read.

@@ -3,7 +3,8 @@
 //! bt`, condensed); for a GPU core dump the exception, kernel, faulting
 //! threads, source line and device call stack.
 
-use coroner_model::{Frame, GpuCore, GpuException, HostCore, InputSummary};
+use coroner_model::{Frame, GpuCore, GpuException, HostCore, HostThread, InputSummary};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 /// Frames shown for the crashing thread.
@@ -12,6 +13,30 @@ const CRASHED_FRAMES: usize = 32;
 const OTHER_FRAMES: usize = 3;
 /// Other threads shown before the rest are counted.
 const OTHER_THREADS: usize = 24;
+
+/// The threads, each with the ids of the later threads whose stack
+/// (frames and why the walk stopped) is the same, shown once as gdb and
+/// eu-stack users group them; the crashing thread and threads without
+/// frames stand alone.
+fn same_stacks(threads: &[HostThread]) -> Vec<(&HostThread, Vec<u32>)> {
+    let mut groups: Vec<(&HostThread, Vec<u32>)> = Vec::new();
+    let mut first: HashMap<(&[Frame], Option<&str>), usize> = HashMap::new();
+    for thread in threads {
+        if thread.crashed || thread.frames.is_empty() {
+            groups.push((thread, Vec::new()));
+            continue;
+        }
+        let stack = (thread.frames.as_slice(), thread.unwind_note.as_deref());
+        match first.get(&stack) {
+            Some(&at) => groups[at].1.push(thread.tid),
+            None => {
+                first.insert(stack, groups.len());
+                groups.push((thread, Vec::new()));
+            }
+        }
+    }
+    groups
+}
 
 /// Every core section of the inputs, or nothing.
 pub(crate) fn render(inputs: &[InputSummary], bold: impl Fn(&str) -> String) -> String {
@@ -48,9 +73,9 @@ fn host(out: &mut String, core: &HostCore) {
     if let Some(library) = &core.fault_library {
         let _ = writeln!(out, "  fault   in {}", library_name(library));
     }
-    let _ = writeln!(out, "  threads {} ({})", core.threads.len(), core.arch);
+    let _ = writeln!(out, "  threads {} ({})", core.thread_count(), core.arch);
     let mut others = 0;
-    for thread in &core.threads {
+    for (thread, alike) in same_stacks(&core.threads) {
         if !thread.crashed {
             others += 1;
             if others > OTHER_THREADS {
@@ -62,7 +87,12 @@ fn host(out: &mut String, core: &HostCore) {
         } else {
             OTHER_FRAMES
         };
-        let mark = if thread.crashed { " (crashed)" } else { "" };
+        let mark = match (thread.crashed, alike.as_slice()) {
+            (true, _) => " (crashed)".to_owned(),
+            (false, []) => String::new(),
+            (false, [one]) => format!(" and thread {one}, same stack"),
+            (false, more) => format!(" and {} more threads with the same stack", more.len()),
+        };
         let _ = writeln!(out, "  Thread {}{mark}:", thread.tid);
         for frame in thread.frames.iter().take(limit) {
             let _ = writeln!(out, "    {}", frame_line(frame));
@@ -79,6 +109,16 @@ fn host(out: &mut String, core: &HostCore) {
             out,
             "  ... {} more threads (all of them are in the JSON report)",
             others - OTHER_THREADS
+        );
+    }
+    if core.threads_omitted > 0 {
+        // The threads past the cap were not read: none of their stacks is
+        // known.
+        let _ = writeln!(
+            out,
+            "  ... {} more threads not unwound (coroner unwinds the first {})",
+            core.threads_omitted,
+            HostCore::MAX_THREADS
         );
     }
     let unresolved: Vec<String> = core

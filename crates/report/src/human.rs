@@ -14,6 +14,9 @@ use std::fmt::{self, Write as _};
 /// Reports of text logs are at most as long as the logs they explain, or
 /// one screen for a shorter log.
 const SHORTEST_CAP: usize = 20;
+/// Findings besides the root cause's listed without `-v`; the rest are
+/// counted.
+const MAX_LISTED: usize = 50;
 
 /// Renders `report` for a terminal or a log. Unless `style.verbose`, a
 /// report of text logs is no longer than the logs (or [`SHORTEST_CAP`]
@@ -104,6 +107,19 @@ fn render_full(report: &Report, style: Style, compact: bool) -> String {
         }
     );
     wrap_into(&mut out, &root.summary, "  ", "  ", style.width);
+    if let Some(seen) = primary.filter(|f| f.ranks.len() > 1) {
+        wrap_into(
+            &mut out,
+            &format!(
+                "Seen on {} ranks: {}.",
+                seen.ranks.len(),
+                crate::rank_ranges(&seen.ranks)
+            ),
+            "  ",
+            "  ",
+            style.width,
+        );
+    }
     if let Some(next) = crate::next_step(root) {
         wrap_into(
             &mut out,
@@ -163,14 +179,35 @@ fn render_full(report: &Report, style: Style, compact: bool) -> String {
     }
     let others = crate::other_findings(report);
     if !others.is_empty() {
+        let all = others.len() as u64 + report.findings_omitted;
         let title = if root.category == Category::Unknown {
-            format!("Findings ({}):", others.len())
+            format!("Findings ({all}):")
         } else {
-            format!("Other findings ({}):", others.len())
+            format!("Other findings ({all}):")
         };
         let _ = writeln!(out, "\n{}", paint.bold(&title));
-        for f in others {
+        let listed = if style.verbose {
+            others.len()
+        } else {
+            others.len().min(MAX_LISTED)
+        };
+        for f in &others[..listed] {
             write_secondary(&mut out, f, style);
+        }
+        if listed < others.len() {
+            let _ = writeln!(
+                out,
+                "  … {} more finding(s): `coroner analyze -v` lists them.",
+                others.len() - listed
+            );
+        }
+        if report.findings_omitted > 0 {
+            let _ = writeln!(
+                out,
+                "  … {} more finding(s), less severe, not kept: a report keeps the first {}.",
+                report.findings_omitted,
+                report.findings.len()
+            );
         }
     }
     out.push_str(&crate::core_section::render(&report.inputs, |s| {
@@ -266,8 +303,7 @@ fn count_and_rank(f: &Finding) -> String {
     } else {
         String::new()
     };
-    let rank = f.rank.map(|r| format!(" rank {r}")).unwrap_or_default();
-    format!("{count}{rank}")
+    format!("{count}{}", crate::where_seen(f))
 }
 
 fn write_secondary_line(out: &mut String, f: &Finding, style: Style) {
@@ -382,12 +418,13 @@ pub(crate) fn wrap_into(out: &mut String, text: &str, first: &str, rest: &str, w
     out.push('\n');
 }
 
-/// Pieces of `word` of at most `max` characters.
+/// Pieces of `word` of at most `max` characters. Each piece costs the
+/// characters it holds, so a long word is split in linear time.
 fn split_long(word: &str, max: usize) -> Vec<&str> {
     let mut pieces = Vec::new();
     let mut rest = word;
-    while rest.chars().count() > max {
-        let hard = rest.char_indices().nth(max).map_or(rest.len(), |(i, _)| i);
+    // The byte offset of character `max`: none when the rest fits.
+    while let Some((hard, _)) = rest.char_indices().nth(max) {
         let cut = rest[..hard]
             .rfind([',', '/', '='])
             .map(|i| i + 1)

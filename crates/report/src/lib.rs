@@ -168,6 +168,48 @@ fn first_sentence(text: &str) -> String {
 }
 
 /// The findings other than the root cause's, most severe first.
+/// Ranges of the ascending `ranks`: `0-3, 5, 7-9`; past the first few,
+/// `…` and how many ranks are not shown.
+pub fn rank_ranges(ranks: &[u32]) -> String {
+    const SHOWN: usize = 8;
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    let mut shown = 0usize;
+    for &r in ranks {
+        let full = ranges.len() == SHOWN;
+        match ranges.last_mut() {
+            Some((_, end)) if end.checked_add(1) == Some(r) => *end = r,
+            Some((_, end)) if *end == r => {}
+            _ if full => break,
+            _ => ranges.push((r, r)),
+        }
+        shown += 1;
+    }
+    let mut text: Vec<String> = ranges
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect();
+    if shown < ranks.len() {
+        text.push(format!("… ({} more)", ranks.len() - shown));
+    }
+    text.join(", ")
+}
+
+/// ` on 4 ranks: 0-3` for a finding seen on several ranks, ` rank 2` for
+/// one on one rank, nothing for one of no known rank.
+pub fn where_seen(f: &Finding) -> String {
+    if f.ranks.len() > 1 {
+        format!(" on {} ranks: {}", f.ranks.len(), rank_ranges(&f.ranks))
+    } else {
+        f.rank.map(|r| format!(" rank {r}")).unwrap_or_default()
+    }
+}
+
 pub fn other_findings(report: &Report) -> &[Finding] {
     let skip = usize::from(root_finding(report).is_some());
     report.findings.get(skip..).unwrap_or_default()

@@ -30,9 +30,9 @@ pub struct Rule {
     /// Message template with `{capture}` placeholders.
     pub message: String,
     /// Ordered remediation steps.
-    pub remediation: Vec<String>,
+    pub remediation: coroner_model::RuleText,
     /// Links and document names.
-    pub references: Vec<String>,
+    pub references: coroner_model::RuleText,
     /// Ids of rules whose matches on the same line this one replaces.
     pub supersedes: Vec<String>,
     /// Dropped on a line that any other rule matched.
@@ -237,53 +237,106 @@ impl Rule {
     }
 }
 
+#[cfg(test)]
 fn fill_placeholders<'a>(
     template: &str,
     mut lookup: impl FnMut(&str) -> Option<&'a str>,
 ) -> String {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        match after.find('}') {
-            Some(close) if is_name(&after[..close]) => {
-                out.push_str(lookup(&after[..close]).unwrap_or_default());
-                rest = &after[close + 1..];
+    let mut out = Filled::default();
+    out.placeholders(template, &mut lookup);
+    out.text
+}
+
+/// Longest message a rule's placeholders are filled into, in bytes: a
+/// message that repeats a long capture stops here, ended with `…`.
+pub const MAX_MESSAGE_BYTES: usize = 4096;
+
+/// A message being filled, at most [`MAX_MESSAGE_BYTES`] long.
+#[derive(Default)]
+struct Filled {
+    text: String,
+    cut: bool,
+}
+
+impl Filled {
+    /// Appends as much of `s` as fits.
+    fn push(&mut self, s: &str) {
+        let room = MAX_MESSAGE_BYTES.saturating_sub(self.text.len());
+        if s.len() <= room {
+            self.text.push_str(s);
+            return;
+        }
+        let mut at = room;
+        while !s.is_char_boundary(at) {
+            at -= 1;
+        }
+        self.text.push_str(&s[..at]);
+        self.cut = true;
+    }
+
+    /// Appends `template` with its `{name}` placeholders filled.
+    fn placeholders<'a>(
+        &mut self,
+        template: &str,
+        lookup: &mut impl FnMut(&str) -> Option<&'a str>,
+    ) {
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            self.push(&rest[..open]);
+            let after = &rest[open + 1..];
+            match after.find('}') {
+                Some(close) if is_name(&after[..close]) => {
+                    self.push(lookup(&after[..close]).unwrap_or_default());
+                    rest = &after[close + 1..];
+                }
+                Some(_) => {
+                    self.push("{");
+                    rest = after;
+                }
+                None => {
+                    rest = &rest[open..];
+                    break;
+                }
             }
-            _ => {
-                out.push('{');
-                rest = after;
+            if self.cut {
+                return;
             }
         }
+        self.push(rest);
     }
-    out.push_str(rest);
-    out
+
+    fn finish(mut self) -> String {
+        if self.cut {
+            self.text.push('…');
+        }
+        self.text
+    }
 }
 
 /// [`fill_placeholders`], keeping each `[[optional part]]` only when all of
 /// its placeholders have a value (the brackets themselves never show).
 fn fill_message<'a>(template: &str, lookup: impl Fn(&str) -> Option<&'a str>) -> String {
-    let mut out = String::with_capacity(template.len());
+    let mut out = Filled::default();
+    let mut lookup = lookup;
     let mut rest = template;
     while let Some(open) = rest.find("[[") {
-        out.push_str(&fill_placeholders(&rest[..open], &lookup));
+        out.placeholders(&rest[..open], &mut lookup);
         let after = &rest[open + 2..];
         let Some(close) = after.find("]]") else {
-            out.push_str(&fill_placeholders(&rest[open..], &lookup));
-            return out;
+            out.placeholders(&rest[open..], &mut lookup);
+            return out.finish();
         };
         let part = &after[..close];
         if placeholders(part)
             .iter()
             .all(|name| lookup(name).is_some_and(|v| !v.trim().is_empty()))
         {
-            out.push_str(&fill_placeholders(part, &lookup));
+            out.placeholders(part, &mut lookup);
         }
         rest = &after[close + 2..];
     }
-    out.push_str(&fill_placeholders(rest, &lookup));
-    out
+    out.placeholders(rest, &mut lookup);
+    out.finish()
 }
 
 /// The captures every complete match sets: those every `any` pattern
@@ -326,10 +379,18 @@ fn required_placeholders(template: &str) -> Vec<String> {
 
 fn placeholders(template: &str) -> Vec<String> {
     let mut found = Vec::new();
-    fill_placeholders(template, |name| {
-        found.push(name.to_owned());
-        None
-    });
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) if is_name(&after[..close]) => {
+                found.push(after[..close].to_owned());
+                rest = &after[close + 1..];
+            }
+            Some(_) => rest = after,
+            None => break,
+        }
+    }
     found
 }
 
@@ -661,8 +722,18 @@ pub fn parse_rule_with(
         severity,
         role,
         message: shown(file.message.into_inner()),
-        remediation: file.remediation.into_iter().map(shown).collect(),
-        references: file.references.into_iter().map(shown).collect(),
+        remediation: file
+            .remediation
+            .into_iter()
+            .map(shown)
+            .collect::<Vec<_>>()
+            .into(),
+        references: file
+            .references
+            .into_iter()
+            .map(shown)
+            .collect::<Vec<_>>()
+            .into(),
         supersedes: file
             .supersedes
             .into_iter()

@@ -20,6 +20,8 @@ pub struct RuleSet {
     prefilters: [OnceLock<Prefilter>; InputKind::RULE_KINDS.len()],
     /// For each rule, the indices of the rules it supersedes.
     pub(crate) supersedes: Vec<Vec<usize>>,
+    /// The position of each rule by id.
+    by_id: std::collections::HashMap<String, usize>,
 }
 
 /// Where rules come from.
@@ -149,10 +151,15 @@ impl RuleSet {
         if !errors.is_empty() {
             return Err(errors);
         }
+        let mut by_id = std::collections::HashMap::new();
+        for (i, r) in rules.iter().enumerate() {
+            by_id.entry(r.id.clone()).or_insert(i);
+        }
         Ok(RuleSet {
             rules,
             prefilters: Default::default(),
             supersedes,
+            by_id,
         })
     }
 
@@ -175,12 +182,12 @@ impl RuleSet {
 
     /// Looks a rule up by id.
     pub fn get(&self, id: &str) -> Option<&Rule> {
-        self.rules.iter().find(|r| r.id == id)
+        self.rules.get(self.position(id)?)
     }
 
     /// Index of a rule by id.
     pub fn position(&self, id: &str) -> Option<usize> {
-        self.rules.iter().position(|r| r.id == id)
+        self.by_id.get(id).copied()
     }
 }
 

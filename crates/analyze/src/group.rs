@@ -1,0 +1,126 @@
+//! Reporting a finding seen on many ranks once.
+//!
+//! A job of 100 000 ranks that all run out of memory prints the same line
+//! 100 000 times: one finding per rank would be 100 000 copies of one
+//! message. Findings of one rule with the same message, GPU, role and
+//! explaining rule on different ranks become one, with every rank listed
+//! (`Finding::ranks`) and their counts added; the first in the list's
+//! order stands for them (its evidence, location and traceback). The
+//! report then lists at most [`MAX_FINDINGS`], with a count of the rest.
+
+use coroner_model::{Finding, Role};
+use std::collections::HashMap;
+
+/// Findings a report lists at most, after grouping; the rest (the least
+/// severe, the last seen) are counted.
+pub(crate) const MAX_FINDINGS: usize = 1000;
+
+/// What findings of several ranks must share to be reported as one.
+#[derive(PartialEq, Eq, Hash)]
+struct Same<'a> {
+    rule: &'a str,
+    role: Role,
+    message: &'a str,
+    gpu: Option<&'a str>,
+    explained_by: Option<&'a str>,
+}
+
+impl<'a> Same<'a> {
+    fn of(f: &'a Finding) -> Self {
+        Same {
+            rule: &f.rule,
+            role: f.role,
+            message: &f.message,
+            gpu: f.gpu.as_deref(),
+            explained_by: f.explained_by.as_deref(),
+        }
+    }
+}
+
+/// `findings` with those the same on several ranks made one, in the order
+/// of the first of each.
+pub(crate) fn across_ranks(findings: Vec<Finding>) -> Vec<Finding> {
+    // Which finding each one joins: its own position or an earlier one's.
+    let mut joins = Vec::with_capacity(findings.len());
+    {
+        let mut first: HashMap<Same<'_>, usize> = HashMap::new();
+        for (i, f) in findings.iter().enumerate() {
+            let to = match f.rank {
+                Some(_) => *first.entry(Same::of(f)).or_insert(i),
+                None => i,
+            };
+            joins.push(to);
+        }
+    }
+    let mut slots: Vec<Option<Finding>> = Vec::with_capacity(findings.len());
+    for (i, f) in findings.into_iter().enumerate() {
+        let to = joins[i];
+        if to == i {
+            slots.push(Some(f));
+            continue;
+        }
+        slots.push(None);
+        if let Some(Some(lead)) = slots.get_mut(to) {
+            if lead.ranks.is_empty() {
+                lead.ranks.extend(lead.rank);
+            }
+            lead.ranks.extend(f.rank);
+            lead.count = lead.count.saturating_add(f.count);
+        }
+    }
+    let mut grouped: Vec<Finding> = slots.into_iter().flatten().collect();
+    for f in &mut grouped {
+        f.ranks.sort_unstable();
+        f.ranks.dedup();
+        if f.ranks.len() < 2 {
+            f.ranks.clear();
+        }
+    }
+    grouped
+}
+
+/// Keeps the first [`MAX_FINDINGS`] findings; returns how many were left
+/// out.
+pub(crate) fn cap(findings: &mut Vec<Finding>) -> u64 {
+    let left_out = findings.len().saturating_sub(MAX_FINDINGS);
+    findings.truncate(MAX_FINDINGS);
+    u64::try_from(left_out).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::finding;
+    use coroner_model::{Category, Severity};
+
+    fn on(rank: Option<u32>, message: &str) -> Finding {
+        Finding {
+            rank,
+            message: message.to_owned(),
+            ..finding("oom", Category::GpuOom, Severity::Error, Role::Cause, 1)
+        }
+    }
+
+    #[test]
+    fn the_same_finding_on_many_ranks_is_one_with_its_ranks() {
+        let findings = vec![
+            on(Some(3), "out of memory"),
+            on(Some(1), "out of memory"),
+            on(None, "out of memory"),
+            on(Some(2), "out of memory on GPU 1"),
+            on(Some(0), "out of memory"),
+            on(None, "out of memory"),
+        ];
+        let grouped = across_ranks(findings);
+        // The same message on ranks 3, 1 and 0; the findings of no rank
+        // and the one with another message stay apart.
+        assert_eq!(grouped.len(), 4);
+        assert_eq!(grouped[0].rank, Some(3));
+        assert_eq!(grouped[0].ranks, vec![0, 1, 3]);
+        assert_eq!(grouped[0].count, 3);
+        assert_eq!(grouped[1].rank, None);
+        assert_eq!(grouped[2].ranks, Vec::<u32>::new());
+        assert_eq!(grouped[2].rank, Some(2));
+        assert_eq!(grouped[3].rank, None);
+    }
+}
