@@ -43,6 +43,8 @@ mod selection;
 #[cfg(unix)]
 mod sigbus;
 mod source;
+#[cfg(test)]
+mod test_support;
 mod walk;
 mod xz_streams;
 mod zstd_frames;

@@ -142,6 +142,7 @@ impl<R: Read> Read for XzStreams<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{drain, text};
 
     fn xz(data: &[u8], check: xz2::stream::Check) -> Vec<u8> {
         let stream = Stream::new_easy_encoder(6, check).unwrap_or_else(|e| panic!("{e}"));
@@ -152,22 +153,8 @@ mod tests {
 
     fn decode(data: &[u8]) -> (Vec<u8>, Option<String>, u64) {
         let packed = Arc::new(AtomicU64::new(0));
-        let mut r = XzStreams::new(data, Arc::clone(&packed));
-        let mut out = Vec::new();
-        let mut buf = vec![0; 4096];
-        loop {
-            match r.read(&mut buf) {
-                Ok(0) => return (out, None, packed.load(Ordering::Relaxed)),
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-                Err(e) => return (out, Some(e.to_string()), packed.load(Ordering::Relaxed)),
-            }
-        }
-    }
-
-    fn text(lines: u64) -> Vec<u8> {
-        (0..lines)
-            .flat_map(|n| format!("step {n} loss {}\n", n * 7919 % 1000).into_bytes())
-            .collect()
+        let r = XzStreams::new(data, Arc::clone(&packed));
+        drain(r, &packed)
     }
 
     #[test]

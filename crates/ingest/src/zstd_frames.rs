@@ -284,25 +284,12 @@ impl<R: Read> Read for ZstdFrames<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{drain, text};
 
     fn decode(data: &[u8]) -> (Vec<u8>, Option<String>, u64) {
         let packed = Arc::new(AtomicU64::new(0));
-        let mut r = ZstdFrames::new(data, Arc::clone(&packed)).unwrap_or_else(|e| panic!("{e}"));
-        let mut out = Vec::new();
-        let mut buf = vec![0; 4096];
-        loop {
-            match r.read(&mut buf) {
-                Ok(0) => return (out, None, packed.load(Ordering::Relaxed)),
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-                Err(e) => return (out, Some(e.to_string()), packed.load(Ordering::Relaxed)),
-            }
-        }
-    }
-
-    fn text(lines: u64) -> Vec<u8> {
-        (0..lines)
-            .flat_map(|n| format!("step {n} loss {}\n", n * 7919 % 1000).into_bytes())
-            .collect()
+        let r = ZstdFrames::new(data, Arc::clone(&packed)).unwrap_or_else(|e| panic!("{e}"));
+        drain(r, &packed)
     }
 
     fn with_checksum(data: &[u8]) -> Vec<u8> {
