@@ -621,6 +621,81 @@ fn nothing_from_an_input_acts_on_a_terminal() {
     }
 }
 
+/// clap's own messages (usage errors, help) go through the same guard as
+/// every other message: an argument that is really a hostile file name
+/// (escape sequences, C1 controls, a bidi override, CR, BS, BEL, a line
+/// feed followed by a workflow command, bytes that are not UTF-8) is shown
+/// visibly and obeyed by neither a terminal nor a CI runner, coloured or
+/// not, and the exit status stays clap's.
+#[test]
+fn usage_errors_show_hostile_arguments_inert() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    let evil = "\x1b]52;c;aGk=\x07\x1b[2J\x1b[8mhid\u{9b}2J\u{9d}0;t\x07\r\x08\x0b\x0c\x7f\u{202e}\n::error::pwned\n::add-mask::secret";
+    let os = |s: &str| OsString::from(s);
+    let mut not_utf8 = b"--bogus\xff".to_vec();
+    not_utf8.extend_from_slice(evil.as_bytes());
+    let cases: Vec<(&str, Vec<OsString>)> = vec![
+        (
+            "unknown option",
+            vec![os("analyze"), os(&format!("--bogus{evil}"))],
+        ),
+        ("unknown subcommand", vec![os(&format!("x{evil}"))]),
+        (
+            "format",
+            vec![os("analyze"), os("--format"), os(&format!("x{evil}"))],
+        ),
+        (
+            "format file",
+            vec![os("analyze"), os("--format"), os(&format!("x{evil}="))],
+        ),
+        ("severity", vec![os("analyze"), os("--fail-on"), os(evil)]),
+        ("value enum", vec![os("--color"), os(evil), os("man")]),
+        ("extra argument", vec![os("man"), os(evil)]),
+        ("shell", vec![os("completions"), os(evil)]),
+        (
+            "not UTF-8",
+            vec![os("analyze"), OsString::from_vec(not_utf8)],
+        ),
+    ];
+    for (what, args) in cases {
+        for colour in [false, true] {
+            let mut cmd = crate::util::coroner();
+            if colour {
+                cmd.env_remove("NO_COLOR").env("CLICOLOR_FORCE", "1");
+            }
+            let out = cmd.args(&args).stdin(Stdio::null()).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+            assert!(out.stdout.is_empty(), "{what}: {out:?}");
+            assert!(err.starts_with("error: "), "{what}: {err}");
+            crate::inert::assert_inert(what, "usage", &out);
+            if what != "extra argument" && what != "not UTF-8" {
+                assert!(err.contains("^[]52;c;aGk"), "{what}: shown: {err}");
+            }
+            if what == "unknown subcommand" {
+                assert!(err.contains("^J::error::pwned"), "{what}: shown: {err}");
+            }
+        }
+    }
+    // Help and the version still go to stdout with status 0, and a missing
+    // subcommand prints the help on stderr with status 2.
+    for (args, code) in [
+        (vec!["--help"], 0),
+        (vec!["analyze", "--help"], 0),
+        (vec!["--version"], 0),
+        (vec![], 2),
+    ] {
+        let out = crate::util::run(&args, None);
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+        let text = if code == 0 { &out.stdout } else { &out.stderr };
+        assert!(
+            String::from_utf8_lossy(text).contains("coroner"),
+            "{args:?}: {out:?}"
+        );
+    }
+}
+
 /// A pickle that starts like a flight-recorder dump (its keys in the first
 /// bytes) and then does what `tail` says.
 fn fr_pickle_with(tail: &[u8]) -> Vec<u8> {

@@ -24,7 +24,7 @@ const ATTACK: &str = "\x1b]52;c;aGk=\x07\x1b[2J\x1b]8;;http://x.example/\x07L\x1
 
 /// A character no byte from an input may become in any output: every C0
 /// control but LF and TAB, DEL, C1 controls, bidi overrides and isolates.
-fn acts(c: char) -> bool {
+pub(crate) fn acts(c: char) -> bool {
     (c < ' ' && c != '\n' && c != '\t')
         || ('\u{7f}'..='\u{9f}').contains(&c)
         || ('\u{202a}'..='\u{202e}').contains(&c)
@@ -44,7 +44,7 @@ fn analyze(args: &[&OsStr], cwd: &Path) -> Output {
 
 /// Asserts that `out` holds nothing that acts, and no workflow command but
 /// the github format's own annotations on stdout.
-fn assert_inert(what: &str, format: &str, out: &Output) {
+pub(crate) fn assert_inert(what: &str, format: &str, out: &Output) {
     for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
         let text = String::from_utf8_lossy(bytes);
         if let Some(c) = text.chars().find(|&c| acts(c)) {

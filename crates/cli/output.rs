@@ -34,6 +34,13 @@ pub fn eprint(text: &str) {
     let _ = io::stderr().lock().write_all(text.as_bytes());
 }
 
+/// Writes `text`, which holds no colours of coroner's, to stderr, with
+/// every escape sequence in it shown: ignores failures.
+pub fn eprint_plain(text: &str) {
+    let text = coroner_model::inert_output(text, false);
+    let _ = io::stderr().lock().write_all(text.as_bytes());
+}
+
 /// Writes `text` to the file `path` (a report: never coloured).
 pub fn write_file(path: &std::path::Path, text: &str) -> io::Result<()> {
     std::fs::write(path, coroner_model::inert_output(text, false).as_bytes())
