@@ -910,6 +910,68 @@ fn pzstd_concatenated_gzip_and_xz_are_read_whole() {
     }
 }
 
+/// A frame of zstd's format v0.7 (2016) holding `data` in raw blocks, then
+/// `runs` blocks of 128 KiB of `a` from 8 bytes each (compressed blocks of
+/// no sequence whose literals are one byte repeated): the layout libzstd's
+/// v0.7 decoder reads, since no encoder at hand writes it any more.
+fn zstd_v07(data: &[u8], runs: usize) -> Vec<u8> {
+    let block = |kind: u8, size: usize| {
+        let [_, high, mid, low] = (size as u32).to_be_bytes();
+        [kind << 6 | (high & 7), mid, low]
+    };
+    // Magic, no dictionary, checksum or size, a 1 MiB window.
+    let mut frame = vec![0x27, 0xb5, 0x2f, 0xfd, 0x00, (20 - 10) << 3];
+    for chunk in data.chunks(100_000) {
+        frame.extend(block(1, chunk.len()));
+        frame.extend_from_slice(chunk);
+    }
+    for _ in 0..runs {
+        frame.extend(block(0, 5));
+        frame.extend([0xf2, 0x00, 0x00, b'a', 0]);
+    }
+    frame.extend(block(3, 0));
+    frame
+}
+
+#[test]
+fn zstd_frames_of_formats_before_1_0_are_read_with_the_same_limits() {
+    let dir = Scratch::new("hostile-legacy-zstd");
+    let log = log_ending_in_oom(20_000);
+    std::fs::create_dir_all(dir.path("old")).unwrap();
+    std::fs::write(dir.path("old/train.log.zst"), zstd_v07(&log, 0)).unwrap();
+    // Found in a directory, where binary data would be passed over.
+    let run = analyze_bounded(&[&dir.display("old")], LIMIT);
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.report["root_cause"]["category"], "gpu-oom");
+    let input = run.input("train.log.zst");
+    assert_eq!(input["compression"], "zstd");
+    assert_eq!(input["bytes"].as_u64(), Some(log.len() as u64));
+    assert_eq!(run.messages("train.log.zst", "errors"), "");
+    // 640 MiB from 40 KiB stops at the floor of the cap; a frame of v0.2,
+    // which libzstd cannot stream, is refused by name.
+    std::fs::write(dir.path("bomb.zst"), zstd_v07(b"", 5 * 1024)).unwrap();
+    let mut v02 = vec![0x22, 0xb5, 0x2f, 0xfd];
+    v02.resize(64, 0);
+    std::fs::write(dir.path("v02.zst"), &v02).unwrap();
+    let run = analyze_bounded(
+        &[
+            &dir.display("bomb.zst"),
+            &dir.display("v02.zst"),
+            &fixture(OOM),
+        ],
+        LIMIT,
+    );
+    run.assert_survived();
+    let bomb = run.messages("bomb.zst", "errors");
+    assert!(
+        bomb.contains("decompression bomb") && bomb.contains("the ratio of 1000:1"),
+        "{bomb}"
+    );
+    assert!(run.input("bomb.zst")["errors"][0]["offset"].as_u64() <= Some(513 << 20));
+    let v02 = run.messages("v02.zst", "errors");
+    assert!(v02.contains("v0.2"), "{v02}");
+}
+
 #[test]
 fn a_failed_checksum_keeps_everything_decoded_before_it() {
     let dir = Scratch::new("hostile-checksum");
