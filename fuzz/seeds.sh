@@ -8,7 +8,7 @@ root=..
 corpus=corpus
 head_len=$((256 * 1024))
 rm -rf "$corpus"
-mkdir -p "$corpus"/{line,rule_file,host_core,gpu_core,open,pickle,flight,snapshot,stack_dump}
+mkdir -p "$corpus"/{line,rule_file,host_core,gpu_core,open,pickle,flight,snapshot,stack_dump,render}
 
 # Text: every log and text fixture, at most 64 KiB of each.
 find "$root/fixtures" -type f \( -name '*.log' -o -name '*.txt' \) -print0 | sort -z |
@@ -82,3 +82,30 @@ find "$root/fixtures/dumps" -type f \( -name '*.log' -o -name '*.txt' \) -print0
     name=$(echo "${f#"$root/fixtures/"}" | tr '/' '_')
     head -c 65536 "$f" >"$corpus/stack_dump/$name"
   done
+
+# Rendering: the first byte is the length of a file name, then the name,
+# then a log. The logs that name a root cause, with their own names, and
+# logs and names that try to act on a terminal, a CI runner or Markdown.
+render() {
+  local name=$1 src=$2 out=$3
+  { printf "\\$(printf '%03o' "$(LC_ALL=C printf '%s' "$name" | wc -c)")"
+    printf '%s' "$name"
+    head -c 16384 "$src"; } >"$corpus/render/$out"
+}
+for f in "$root"/fixtures/real-gpu/logs/*.log; do
+  render "$(basename "$f")" "$f" "$(basename "$f")"
+done
+oom='torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 4.98 GiB is free.'
+hostile=$(mktemp)
+n=0
+for attack in '\033]52;c;aGk=\007\033[2J\302\233\342\200\256' '\n::error::pwned ::add-mask::x' \
+  ' ##[error]x ##vso[task.complete result=Failed]y' '`<img src=x>` ``a` [l](http://e.example) www.e.example a@b.c' \
+  '# h\n- item\n1. x\n| a | b |' '\r\010\0\013\014\177 \342\201\246\342\200\213'; do
+  n=$((n + 1))
+  printf "step 1\\n$oom $attack\\nterminate called: $attack\\n" >"$hostile"
+  render "$(printf "a$attack" | tr -d '\000' | head -c 40)" "$hostile" "hostile-$n"
+done
+rm -f "$hostile"
+
+# Legacy zstd: a v0.7 frame of one raw block.
+printf '\047\265\057\375\000\120\100\000\005hello\300\000\000' >"$corpus/open/legacy-v07.zst"

@@ -621,6 +621,81 @@ fn nothing_from_an_input_acts_on_a_terminal() {
     }
 }
 
+/// clap's own messages (usage errors, help) go through the same guard as
+/// every other message: an argument that is really a hostile file name
+/// (escape sequences, C1 controls, a bidi override, CR, BS, BEL, a line
+/// feed followed by a workflow command, bytes that are not UTF-8) is shown
+/// visibly and obeyed by neither a terminal nor a CI runner, coloured or
+/// not, and the exit status stays clap's.
+#[test]
+fn usage_errors_show_hostile_arguments_inert() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    let evil = "\x1b]52;c;aGk=\x07\x1b[2J\x1b[8mhid\u{9b}2J\u{9d}0;t\x07\r\x08\x0b\x0c\x7f\u{202e}\n::error::pwned\n::add-mask::secret";
+    let os = |s: &str| OsString::from(s);
+    let mut not_utf8 = b"--bogus\xff".to_vec();
+    not_utf8.extend_from_slice(evil.as_bytes());
+    let cases: Vec<(&str, Vec<OsString>)> = vec![
+        (
+            "unknown option",
+            vec![os("analyze"), os(&format!("--bogus{evil}"))],
+        ),
+        ("unknown subcommand", vec![os(&format!("x{evil}"))]),
+        (
+            "format",
+            vec![os("analyze"), os("--format"), os(&format!("x{evil}"))],
+        ),
+        (
+            "format file",
+            vec![os("analyze"), os("--format"), os(&format!("x{evil}="))],
+        ),
+        ("severity", vec![os("analyze"), os("--fail-on"), os(evil)]),
+        ("value enum", vec![os("--color"), os(evil), os("man")]),
+        ("extra argument", vec![os("man"), os(evil)]),
+        ("shell", vec![os("completions"), os(evil)]),
+        (
+            "not UTF-8",
+            vec![os("analyze"), OsString::from_vec(not_utf8)],
+        ),
+    ];
+    for (what, args) in cases {
+        for colour in [false, true] {
+            let mut cmd = crate::util::coroner();
+            if colour {
+                cmd.env_remove("NO_COLOR").env("CLICOLOR_FORCE", "1");
+            }
+            let out = cmd.args(&args).stdin(Stdio::null()).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+            assert!(out.stdout.is_empty(), "{what}: {out:?}");
+            assert!(err.starts_with("error: "), "{what}: {err}");
+            crate::inert::assert_inert(what, "usage", &out);
+            if what != "extra argument" && what != "not UTF-8" {
+                assert!(err.contains("^[]52;c;aGk"), "{what}: shown: {err}");
+            }
+            if what == "unknown subcommand" {
+                assert!(err.contains("^J::error::pwned"), "{what}: shown: {err}");
+            }
+        }
+    }
+    // Help and the version still go to stdout with status 0, and a missing
+    // subcommand prints the help on stderr with status 2.
+    for (args, code) in [
+        (vec!["--help"], 0),
+        (vec!["analyze", "--help"], 0),
+        (vec!["--version"], 0),
+        (vec![], 2),
+    ] {
+        let out = crate::util::run(&args, None);
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+        let text = if code == 0 { &out.stdout } else { &out.stderr };
+        assert!(
+            String::from_utf8_lossy(text).contains("coroner"),
+            "{args:?}: {out:?}"
+        );
+    }
+}
+
 /// A pickle that starts like a flight-recorder dump (its keys in the first
 /// bytes) and then does what `tail` says.
 fn fr_pickle_with(tail: &[u8]) -> Vec<u8> {
@@ -833,6 +908,68 @@ fn pzstd_concatenated_gzip_and_xz_are_read_whole() {
         assert_eq!(input["bytes"].as_u64(), Some(log.len() as u64), "{sub}");
         assert_eq!(input["errors"].as_array().map(Vec::len), Some(0), "{sub}");
     }
+}
+
+/// A frame of zstd's format v0.7 (2016) holding `data` in raw blocks, then
+/// `runs` blocks of 128 KiB of `a` from 8 bytes each (compressed blocks of
+/// no sequence whose literals are one byte repeated): the layout libzstd's
+/// v0.7 decoder reads, since no encoder at hand writes it any more.
+fn zstd_v07(data: &[u8], runs: usize) -> Vec<u8> {
+    let block = |kind: u8, size: usize| {
+        let [_, high, mid, low] = (size as u32).to_be_bytes();
+        [kind << 6 | (high & 7), mid, low]
+    };
+    // Magic, no dictionary, checksum or size, a 1 MiB window.
+    let mut frame = vec![0x27, 0xb5, 0x2f, 0xfd, 0x00, (20 - 10) << 3];
+    for chunk in data.chunks(100_000) {
+        frame.extend(block(1, chunk.len()));
+        frame.extend_from_slice(chunk);
+    }
+    for _ in 0..runs {
+        frame.extend(block(0, 5));
+        frame.extend([0xf2, 0x00, 0x00, b'a', 0]);
+    }
+    frame.extend(block(3, 0));
+    frame
+}
+
+#[test]
+fn zstd_frames_of_formats_before_1_0_are_read_with_the_same_limits() {
+    let dir = Scratch::new("hostile-legacy-zstd");
+    let log = log_ending_in_oom(20_000);
+    std::fs::create_dir_all(dir.path("old")).unwrap();
+    std::fs::write(dir.path("old/train.log.zst"), zstd_v07(&log, 0)).unwrap();
+    // Found in a directory, where binary data would be passed over.
+    let run = analyze_bounded(&[&dir.display("old")], LIMIT);
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.report["root_cause"]["category"], "gpu-oom");
+    let input = run.input("train.log.zst");
+    assert_eq!(input["compression"], "zstd");
+    assert_eq!(input["bytes"].as_u64(), Some(log.len() as u64));
+    assert_eq!(run.messages("train.log.zst", "errors"), "");
+    // 640 MiB from 40 KiB stops at the floor of the cap; a frame of v0.2,
+    // which libzstd cannot stream, is refused by name.
+    std::fs::write(dir.path("bomb.zst"), zstd_v07(b"", 5 * 1024)).unwrap();
+    let mut v02 = vec![0x22, 0xb5, 0x2f, 0xfd];
+    v02.resize(64, 0);
+    std::fs::write(dir.path("v02.zst"), &v02).unwrap();
+    let run = analyze_bounded(
+        &[
+            &dir.display("bomb.zst"),
+            &dir.display("v02.zst"),
+            &fixture(OOM),
+        ],
+        LIMIT,
+    );
+    run.assert_survived();
+    let bomb = run.messages("bomb.zst", "errors");
+    assert!(
+        bomb.contains("decompression bomb") && bomb.contains("the ratio of 1000:1"),
+        "{bomb}"
+    );
+    assert!(run.input("bomb.zst")["errors"][0]["offset"].as_u64() <= Some(513 << 20));
+    let v02 = run.messages("v02.zst", "errors");
+    assert!(v02.contains("v0.2"), "{v02}");
 }
 
 #[test]

@@ -24,7 +24,7 @@ const ATTACK: &str = "\x1b]52;c;aGk=\x07\x1b[2J\x1b]8;;http://x.example/\x07L\x1
 
 /// A character no byte from an input may become in any output: every C0
 /// control but LF and TAB, DEL, C1 controls, bidi overrides and isolates.
-fn acts(c: char) -> bool {
+pub(crate) fn acts(c: char) -> bool {
     (c < ' ' && c != '\n' && c != '\t')
         || ('\u{7f}'..='\u{9f}').contains(&c)
         || ('\u{202a}'..='\u{202e}').contains(&c)
@@ -44,7 +44,7 @@ fn analyze(args: &[&OsStr], cwd: &Path) -> Output {
 
 /// Asserts that `out` holds nothing that acts, and no workflow command but
 /// the github format's own annotations on stdout.
-fn assert_inert(what: &str, format: &str, out: &Output) {
+pub(crate) fn assert_inert(what: &str, format: &str, out: &Output) {
     for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
         let text = String::from_utf8_lossy(bytes);
         if let Some(c) = text.chars().find(|&c| acts(c)) {
@@ -66,6 +66,15 @@ fn assert_inert(what: &str, format: &str, out: &Output) {
                 own || !line.trim_start().starts_with("::"),
                 "{what}: {format} {stream} holds a workflow command: {line:?}\n{text}"
             );
+            // The runner's older syntax (and Azure's, TeamCity's) acts
+            // anywhere in a line.
+            let lower = line.to_ascii_lowercase();
+            for legacy in ["##[", "##vso[", "##teamcity["] {
+                assert!(
+                    !lower.contains(legacy),
+                    "{what}: {format} {stream} holds a workflow command: {line:?}\n{text}"
+                );
+            }
         }
     }
 }
@@ -145,6 +154,35 @@ fn names_log_lines_and_rule_messages_are_inert_on_every_stream() {
                 assert_inert("names (colour)", format, &again);
             }
         }
+    }
+}
+
+/// A workflow command needs no line break of its own to start a line: a
+/// file name at the start of an evidence line, or a word that the terminal
+/// report's wrapping puts first on a line, and the runner's older syntax
+/// (`##[error]`), which it obeys anywhere in a line.
+#[test]
+fn no_input_starts_a_workflow_command_anywhere() {
+    let dir = Scratch::new("inert-commands");
+    let name = "::error::pwned.log";
+    let words = " ::warning::x ##[error]y ##vso[task.complete result=Failed]z".repeat(12);
+    let log = format!("step 1\n{OOM_LINE}{words} ##[add-mask]secret\nboom ::notice::n{words}\n");
+    std::fs::write(dir.path(name), &log).unwrap();
+    let rules = evil_rules(&dir);
+    for format in FORMATS {
+        let mut cmd = coroner();
+        cmd.current_dir(&dir.0)
+            .env("COLUMNS", "80")
+            .args(["analyze", "--format", format, "--rules", &rules, name])
+            .stdin(Stdio::null());
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{format}: {out:?}");
+        assert_inert("commands", format, &out);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("pwned.log"),
+            "{format}: the name is shown: {text}"
+        );
     }
 }
 

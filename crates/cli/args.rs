@@ -1,6 +1,6 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use coroner_ingest::Selection;
-use coroner_model::Severity;
+use coroner_model::{inert, Severity};
 use std::path::PathBuf;
 
 /// Tells you why a GPU training job died.
@@ -291,7 +291,7 @@ pub struct Target {
 fn parse_target(s: &str) -> Result<Target, String> {
     let (name, file) = match s.split_once('=') {
         Some((name, file)) if !file.is_empty() => (name, Some(PathBuf::from(file))),
-        Some(_) => return Err(format!("`{s}` names no file after `=`")),
+        Some(_) => return Err(format!("`{}` names no file after `=`", inert(s))),
         None => (s, None),
     };
     let format = ReportFormat::from_str(name, true).map_err(|_| {
@@ -299,7 +299,11 @@ fn parse_target(s: &str) -> Result<Target, String> {
             .iter()
             .filter_map(|v| v.to_possible_value().map(|p| p.get_name().to_owned()))
             .collect();
-        format!("unknown format `{name}` (one of {})", known.join(", "))
+        format!(
+            "unknown format `{}` (one of {})",
+            inert(name),
+            known.join(", ")
+        )
     })?;
     Ok(Target { format, file })
 }
@@ -365,5 +369,6 @@ pub enum Format {
 }
 
 fn parse_severity(s: &str) -> Result<Severity, String> {
-    s.parse::<Severity>().map_err(|e| e.to_string())
+    s.parse::<Severity>()
+        .map_err(|e| inert(&e.to_string()).into_owned())
 }

@@ -7,13 +7,17 @@ mod commands;
 mod config;
 mod exit;
 mod output;
+mod usage;
 mod version;
 
-use clap::Parser;
 use exit::ExitCode;
 
 fn main() -> std::process::ExitCode {
-    let cli = args::Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match usage::parse(&args) {
+        Ok(cli) => cli,
+        Err(code) => return std::process::ExitCode::from(code),
+    };
     output::set_color(cli.color);
     let code = match cli.command {
         args::Command::Analyze(a) => commands::analyze::run(&a),

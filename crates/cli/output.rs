@@ -2,8 +2,9 @@
 //! quietly. Colour and width follow the terminal, `--color` and the usual
 //! environment variables. Everything written goes through
 //! [`coroner_model::inert_output`]: whatever a renderer or a message let
-//! through, no byte leaves coroner that acts on a terminal, and the only
-//! escape sequences are coroner's own colours.
+//! through, no byte leaves coroner that acts on a terminal or that a CI
+//! runner reads as a command, the only escape sequences are coroner's own
+//! colours and the only workflow commands the `github` format's own.
 
 use crate::args::ColorChoice;
 use coroner_report::Style;
@@ -20,7 +21,15 @@ pub fn set_color(choice: ColorChoice) {
 /// Writes `text` to stdout. Returns false only for errors other than a
 /// broken pipe (a reader that went away, as `| head` does, is fine).
 pub fn print(text: &str) -> bool {
-    let text = coroner_model::inert_output(text, stdout_style().color);
+    write_stdout(&coroner_model::inert_output(text, stdout_style().color))
+}
+
+/// [`print`] for the `github` format, whose lines are workflow commands.
+pub fn print_commands(text: &str) -> bool {
+    write_stdout(&coroner_model::inert_commands_output(text))
+}
+
+fn write_stdout(text: &str) -> bool {
     let mut out = io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => true,
@@ -34,9 +43,22 @@ pub fn eprint(text: &str) {
     let _ = io::stderr().lock().write_all(text.as_bytes());
 }
 
+/// Writes `text`, which holds no colours of coroner's, to stderr, with
+/// every escape sequence in it shown: ignores failures.
+pub fn eprint_plain(text: &str) {
+    let text = coroner_model::inert_output(text, false);
+    let _ = io::stderr().lock().write_all(text.as_bytes());
+}
+
 /// Writes `text` to the file `path` (a report: never coloured).
 pub fn write_file(path: &std::path::Path, text: &str) -> io::Result<()> {
     std::fs::write(path, coroner_model::inert_output(text, false).as_bytes())
+}
+
+/// [`write_file`] for the `github` format, whose lines are workflow
+/// commands.
+pub fn write_commands_file(path: &std::path::Path, text: &str) -> io::Result<()> {
+    std::fs::write(path, coroner_model::inert_commands_output(text).as_bytes())
 }
 
 /// Style for stdout.

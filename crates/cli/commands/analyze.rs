@@ -209,7 +209,9 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
     }
     let mut write_failed = false;
     for target in &targets {
-        let text = if args.quiet && target.to_stdout {
+        let verdict_only = args.quiet && target.to_stdout;
+        let commands = target.format == ReportFormat::Github && !verdict_only;
+        let text = if verdict_only {
             let mut line = coroner_report::verdict(&report);
             line.push('\n');
             line
@@ -224,9 +226,15 @@ pub fn run(args: &AnalyzeArgs) -> ExitCode {
             render(target.format, &report, &base, fail_on, style)
         };
         match &target.file {
+            None if commands => write_failed |= !output::print_commands(&text),
             None => write_failed |= !output::print(&text),
             Some(file) => {
-                if let Err(e) = output::write_file(file, &text) {
+                let written = if commands {
+                    output::write_commands_file(file, &text)
+                } else {
+                    output::write_file(file, &text)
+                };
+                if let Err(e) = written {
                     output::eprint(&format!(
                         "coroner: cannot write {}: {e}\n",
                         shown_path(file)

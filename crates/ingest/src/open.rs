@@ -17,8 +17,9 @@ const SNIFF_LEN: usize = 8 * 1024;
 pub enum Compression {
     /// `1f 8b`
     Gzip,
-    /// `28 b5 2f fd`, or a skippable frame first (`5? 2a 4d 18`, as
-    /// pzstd writes)
+    /// `28 b5 2f fd`, a skippable frame first (`5? 2a 4d 18`, as pzstd
+    /// writes), or a frame of a format before 1.0 (`22 b5 2f fd` to
+    /// `27 b5 2f fd`, v0.1's `fd 2f b5 1e`)
     Zstd,
     /// `fd 37 7a 58 5a 00`
     Xz,
@@ -406,15 +407,17 @@ mod tests {
 
     #[test]
     fn a_decompression_bomb_stops_past_the_floor() {
-        // 640 MiB from 20 KiB.
-        let bomb = zstd_rle_bomb(5 * 1024);
-        let opened = open_reader(Box::new(Cursor::new(bomb))).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(opened.compression, Some(Compression::Zstd));
-        let mut counted = opened.reader.take(u64::MAX);
-        let err = io::copy(&mut counted, &mut io::sink()).err();
-        let message = err.map(|e| e.to_string()).unwrap_or_default();
-        assert!(message.contains("decompression bomb"), "{message}");
-        assert!(message.contains("1000:1"), "{message}");
+        // 640 MiB from 20 KiB, then from 40 KiB in zstd's format v0.7.
+        let legacy = crate::test_support::legacy_frame(7, b"", 5 * 1024);
+        for bomb in [zstd_rle_bomb(5 * 1024), legacy] {
+            let opened = open_reader(Box::new(Cursor::new(bomb))).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(opened.compression, Some(Compression::Zstd));
+            let mut counted = opened.reader.take(u64::MAX);
+            let err = io::copy(&mut counted, &mut io::sink()).err();
+            let message = err.map(|e| e.to_string()).unwrap_or_default();
+            assert!(message.contains("decompression bomb"), "{message}");
+            assert!(message.contains("1000:1"), "{message}");
+        }
     }
 
     #[test]
@@ -466,6 +469,9 @@ mod tests {
             Compression::sniff(&[0x28, 0xb5, 0x2f, 0xfd]),
             Some(Compression::Zstd)
         );
+        for legacy in [[0xfd, 0x2f, 0xb5, 0x1e], [0x27, 0xb5, 0x2f, 0xfd]] {
+            assert_eq!(Compression::sniff(&legacy), Some(Compression::Zstd));
+        }
         assert_eq!(Compression::sniff(b"\xfd7zXZ\x00"), Some(Compression::Xz));
         assert_eq!(Compression::sniff(b"plain"), None);
     }

@@ -14,6 +14,16 @@
 //!
 //! A frame whose window is larger than [`ZSTD_WINDOW_LOG_MAX`] is refused
 //! by libzstd before any memory is taken for it.
+//!
+//! Frames of zstd's formats before 1.0 (v0.4 to v0.7, from 2015 and 2016)
+//! are read too: libzstd's legacy decoders take them a little at a time
+//! (their layouts differ from version to version, so this reader does not
+//! walk them), counted as compressed bytes consumed like any frame. Their
+//! windows are at most 2^27 bytes by their own formats. A legacy decoder
+//! says nothing of what it wrote in a call that fails, so a failed check
+//! loses what that call decoded, from at most [`LEGACY_FEED`] compressed
+//! bytes. Frames of v0.1 to v0.3, which libzstd decodes only whole, in
+//! memory, are an error that names their version.
 
 use crate::source::{invalid, output_then, Source};
 use std::io::{self, Read};
@@ -27,9 +37,27 @@ pub const ZSTD_WINDOW_LOG_MAX: u32 = 27;
 
 const MAGIC: u32 = 0xfd2f_b528;
 
-/// Whether `head` starts a zstd frame or a skippable frame.
+/// The oldest legacy format libzstd decodes as a stream.
+const LEGACY_STREAMED: u32 = 4;
+
+/// Compressed bytes handed to a legacy decoder at a time.
+const LEGACY_FEED: u64 = 1024;
+
+/// Whether `head` starts a zstd frame, a skippable frame or a frame of a
+/// format before 1.0.
 pub(crate) fn is_zstd(head: &[u8]) -> bool {
-    magic(head).is_some_and(|m| m == MAGIC || is_skippable(m))
+    magic(head).is_some_and(|m| m == MAGIC || is_skippable(m) || legacy_version(m).is_some())
+}
+
+/// The format (1 to 7 for v0.1 to v0.7) of a frame of zstd before 1.0
+/// whose magic number is `magic`: `0xfd2fb522` to `0xfd2fb527` read as
+/// little-endian, v0.1's written the other way round.
+fn legacy_version(magic: u32) -> Option<u32> {
+    match magic {
+        0x1eb5_2ffd => Some(1),
+        0xfd2f_b522..=0xfd2f_b527 => Some(magic - 0xfd2f_b520),
+        _ => None,
+    }
 }
 
 fn magic(head: &[u8]) -> Option<u32> {
@@ -51,6 +79,8 @@ enum Stage {
     BlockHeader,
     /// Handing out what the decoder still holds, then `then`.
     Drain { then: After },
+    /// Inside a frame of a format before 1.0, which the decoder walks.
+    Legacy,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +146,21 @@ impl<R: Read> ZstdFrames<R> {
                     return Err(self.cut("a skippable frame"));
                 }
                 continue;
+            }
+            if let Some(version) = legacy_version(m) {
+                if version < LEGACY_STREAMED {
+                    return Err(invalid(format!(
+                        "zstd: a frame of zstd's format v0.{version} (2015) at compressed byte {}: \
+                         only v0.4 and later can be read",
+                        self.src.at
+                    )));
+                }
+                // The decoder recognises the frame from its first bytes.
+                if !self.src.ensure(8)? {
+                    return Err(self.cut("a frame header"));
+                }
+                self.stage = Stage::Legacy;
+                return Ok(true);
             }
             if m != MAGIC {
                 return Err(invalid(format!(
@@ -186,9 +231,8 @@ impl<R: Read> ZstdFrames<R> {
         Ok(())
     }
 
-    /// Runs the decoder on at most `limit` bytes of input: (consumed,
-    /// produced, error).
-    fn run(&mut self, limit: u64, out: &mut [u8]) -> io::Result<(usize, usize, Option<io::Error>)> {
+    /// Runs the decoder on at most `limit` bytes of input.
+    fn run(&mut self, limit: u64, out: &mut [u8]) -> io::Result<Step> {
         let at = self.src.at;
         let avail = self.src.available()?;
         let give = avail
@@ -204,11 +248,59 @@ impl<R: Read> ZstdFrames<R> {
         let (consumed, produced) = (input.pos(), output.pos());
         self.src.consume(consumed);
         self.packed.fetch_add(consumed as u64, Ordering::Relaxed);
-        let error = result
-            .err()
-            .map(|e| invalid(format!("zstd: {e} (at compressed byte {at} or after)")));
-        Ok((consumed, produced, error))
+        let (hint, error) = match result {
+            Ok(hint) => (hint, None),
+            Err(e) => (
+                0,
+                Some(invalid(format!(
+                    "zstd: {e} (at compressed byte {at} or after)"
+                ))),
+            ),
+        };
+        Ok(Step {
+            consumed,
+            produced,
+            hint,
+            error,
+        })
     }
+
+    /// Decodes more of a legacy frame into `buf`: `Some(n)` for `n` bytes
+    /// decoded, `None` at the frame's end.
+    fn legacy(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        let step = self.run(LEGACY_FEED, buf)?;
+        if let Some(e) = step.error {
+            // Where a legacy decoder fails, its positions are not where it
+            // stopped: what this call wrote is not handed out.
+            return Err(e);
+        }
+        if step.hint == 0 {
+            self.stage = Stage::Between;
+        }
+        if step.produced > 0 || step.hint == 0 {
+            return Ok((step.produced > 0).then_some(step.produced));
+        }
+        if step.consumed > 0 {
+            return Ok(Some(0));
+        }
+        Err(if self.src.available()?.is_empty() {
+            self.cut("a frame")
+        } else {
+            invalid(format!(
+                "zstd: the decoder stopped at compressed byte {}",
+                self.src.at
+            ))
+        })
+    }
+}
+
+/// What one run of the decoder did.
+struct Step {
+    consumed: usize,
+    produced: usize,
+    /// libzstd's hint: 0 once a frame is decoded and handed out whole.
+    hint: usize,
+    error: Option<io::Error>,
 }
 
 impl<R: Read> Read for ZstdFrames<R> {
@@ -227,13 +319,17 @@ impl<R: Read> Read for ZstdFrames<R> {
                     }
                 }
                 Stage::BlockHeader => self.block_header()?,
+                Stage::Legacy => match self.legacy(buf)? {
+                    Some(0) | None => {}
+                    Some(n) => return Ok(n),
+                },
                 Stage::Drain { then } => {
-                    let (_, produced, error) = self.run(0, buf)?;
-                    if let Some(e) = error {
-                        return output_then(produced, e, &mut self.failed);
+                    let step = self.run(0, buf)?;
+                    if let Some(e) = step.error {
+                        return output_then(step.produced, e, &mut self.failed);
                     }
-                    if produced > 0 {
-                        return Ok(produced);
+                    if step.produced > 0 {
+                        return Ok(step.produced);
                     }
                     self.stage = match then {
                         After::Checksum => Stage::Feed {
@@ -258,18 +354,18 @@ impl<R: Read> Read for ZstdFrames<R> {
                     if self.src.available()?.is_empty() {
                         return Err(self.cut("a frame"));
                     }
-                    let (consumed, produced, error) = self.run(left, buf)?;
+                    let step = self.run(left, buf)?;
                     self.stage = Stage::Feed {
-                        left: left - (consumed as u64).min(left),
+                        left: left - (step.consumed as u64).min(left),
                         then,
                     };
-                    if let Some(e) = error {
-                        return output_then(produced, e, &mut self.failed);
+                    if let Some(e) = step.error {
+                        return output_then(step.produced, e, &mut self.failed);
                     }
-                    if produced > 0 {
-                        return Ok(produced);
+                    if step.produced > 0 {
+                        return Ok(step.produced);
                     }
-                    if consumed == 0 {
+                    if step.consumed == 0 {
                         return Err(invalid(format!(
                             "zstd: the decoder stopped at compressed byte {}",
                             self.src.at
@@ -284,7 +380,7 @@ impl<R: Read> Read for ZstdFrames<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{drain, text};
+    use crate::test_support::{drain, legacy_block_header, legacy_frame, text};
 
     fn decode(data: &[u8]) -> (Vec<u8>, Option<String>, u64) {
         let packed = Arc::new(AtomicU64::new(0));
@@ -332,6 +428,74 @@ mod tests {
         let (out, err, _) = decode(&data);
         assert_eq!(out, a, "the whole frame is handed out");
         assert!(err.is_some_and(|e| e.contains("checksum")));
+    }
+
+    #[test]
+    fn frames_before_1_0_are_read_among_the_others() {
+        let (a, b) = (text(20_000), text(300));
+        // libzstd reads the hand-made frames as it reads old files.
+        for version in 4..=7 {
+            let runs = usize::from(version > 4);
+            let frame = legacy_frame(version, &a, runs);
+            let whole =
+                zstd::decode_all(&frame[..]).unwrap_or_else(|e| panic!("v0.{version}: {e}"));
+            assert_eq!(whole, [&a[..], &b"a".repeat(runs << 17)].concat());
+        }
+        let mut data = Vec::new();
+        for version in 4..=7 {
+            data.extend(legacy_frame(version, &a, 0));
+        }
+        data.extend(skippable(10));
+        data.extend(zstd::encode_all(&b[..], 1).unwrap_or_default());
+        data.extend(legacy_frame(7, &b, 0));
+        assert!(is_zstd(&data));
+        let (out, err, packed) = decode(&data);
+        assert_eq!(err, None);
+        assert_eq!(out, [&a[..], &a, &a, &a, &b, &b].concat());
+        assert_eq!(
+            packed,
+            data.len() as u64 - 18,
+            "skippable frames not counted"
+        );
+    }
+
+    #[test]
+    fn a_legacy_frame_cut_or_failing_its_check_is_an_error() {
+        let a = text(20_000);
+        let frame = legacy_frame(7, &a, 0);
+        let (out, err, _) = decode(&frame[..frame.len() - 2]);
+        assert!(err.is_some_and(|e| e.contains("truncated")));
+        assert_eq!(out, a[..out.len()]);
+        // A checksum (in v0.7, 22 bits in the last block's header) that
+        // does not match.
+        let mut checked = frame.clone();
+        checked[4] |= 4;
+        let end = checked.len() - 3;
+        checked[end..].copy_from_slice(&[0xc0 | 0x15, 0x55, 0x55]);
+        let (out, err, _) = decode(&checked);
+        assert!(err.is_some_and(|e| e.contains("checksum")));
+        assert!(out.len() + 4096 >= a.len(), "{} of {}", out.len(), a.len());
+        assert_eq!(out, a[..out.len()]);
+        // Bytes after the end block are no frame.
+        let mut stray = frame;
+        stray.extend_from_slice(&legacy_block_header(1, 0));
+        let (_, err, _) = decode(&stray);
+        assert!(err.is_some_and(|e| e.contains("stray")));
+    }
+
+    #[test]
+    fn frames_of_v01_to_v03_are_named_and_refused() {
+        for (magic, version) in [
+            (0x1eb5_2ffd_u32, "v0.1"),
+            (0xfd2f_b522, "v0.2"),
+            (0xfd2f_b523, "v0.3"),
+        ] {
+            let mut data = magic.to_le_bytes().to_vec();
+            data.extend_from_slice(&[0; 16]);
+            assert!(is_zstd(&data));
+            let (_, err, _) = decode(&data);
+            assert!(err.is_some_and(|e| e.contains(version)), "{version}");
+        }
     }
 
     #[test]

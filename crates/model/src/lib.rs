@@ -28,7 +28,9 @@ pub use report::{
     Confidence, InputError, InputKind, InputSummary, Report, RootCause, Stats, Tool, UnreadLines,
 };
 pub use severity::{Role, Severity, UnknownSeverity};
-pub use text::{cap_chars, inert, inert_capped, inert_output, shown_bytes, shown_path};
+pub use text::{
+    cap_chars, inert, inert_capped, inert_commands_output, inert_output, shown_bytes, shown_path,
+};
 pub use traceback::{ChainLink, PyException, PyFrame, Traceback};
 
 /// Version of the JSON report layout; bumped only for incompatible changes.

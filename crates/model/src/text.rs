@@ -61,7 +61,73 @@ pub fn shown_bytes(bytes: &[u8]) -> String {
 /// sequences, `ESC [ digits m`) when `colour` is set. Every other control
 /// is shown in caret notation and the invisible characters as `\uXXXX`,
 /// which is also a valid escape inside a JSON string.
+///
+/// Nor can a CI runner read a command in it: a line that starts with `::`
+/// after any white space (a GitHub Actions workflow command) has that
+/// first `:` shown as `\u003a`, and the second `#` of `##[`, `##vso[` or
+/// any `##` and ASCII letters before a `[` (the runners' older syntax,
+/// obeyed anywhere in a line) as `\u0023`.
 pub fn inert_output(text: &str, colour: bool) -> std::borrow::Cow<'_, str> {
+    no_commands(inert_controls(text, colour), false)
+}
+
+/// [`inert_output`] for the `github` format, whose own lines are workflow
+/// commands: a line may start with `::` (its renderer escapes the line
+/// breaks of whatever text it puts in one); the older syntax is still
+/// shown.
+pub fn inert_commands_output(text: &str) -> std::borrow::Cow<'_, str> {
+    no_commands(inert_controls(text, false), true)
+}
+
+/// `text` with no workflow command that a runner would obey (see
+/// [`inert_output`]); lines that start with `::` are kept when `own_lines`.
+fn no_commands(text: std::borrow::Cow<'_, str>, own_lines: bool) -> std::borrow::Cow<'_, str> {
+    let starts = |line: &str| {
+        !own_lines
+            && line
+                .trim_start_matches(char::is_whitespace)
+                .starts_with("::")
+    };
+    if !text
+        .split('\n')
+        .any(|line| starts(line) || legacy_at(line).is_some())
+    {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, mut line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if starts(line) {
+            let indent = line.len() - line.trim_start_matches(char::is_whitespace).len();
+            out.push_str(&line[..indent]);
+            out.push_str("\\u003a");
+            line = &line[indent + 1..];
+        }
+        while let Some(at) = legacy_at(line) {
+            out.push_str(&line[..at + 1]);
+            out.push_str("\\u0023");
+            line = &line[at + 2..];
+        }
+        out.push_str(line);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Where in `line` a runner's older command syntax starts: `##`, ASCII
+/// letters (none for GitHub's `##[`, `vso` for Azure's), then `[`.
+fn legacy_at(line: &str) -> Option<usize> {
+    line.match_indices('#').map(|(at, _)| at).find(|&at| {
+        line[at + 1..].strip_prefix('#').is_some_and(|rest| {
+            rest.trim_start_matches(|c: char| c.is_ascii_alphabetic())
+                .starts_with('[')
+        })
+    })
+}
+
+/// [`inert_output`] but for workflow commands.
+fn inert_controls(text: &str, colour: bool) -> std::borrow::Cow<'_, str> {
     let acts = |c: char| c != '\n' && needs_escape(c);
     if !text.chars().any(acts) {
         return std::borrow::Cow::Borrowed(text);
@@ -159,5 +225,22 @@ mod tests {
             "^[[2J^[]52;c;x^G"
         );
         assert_eq!(inert_output("\u{9b}2J\r", true), "\\u009b2J^M");
+    }
+
+    #[test]
+    fn output_starts_no_workflow_command() {
+        assert_eq!(inert_output("a::b\n c :: d", false), "a::b\n c :: d");
+        assert_eq!(
+            inert_output("ok\n  ::error::x\n\u{a0}::add-mask::y", false),
+            "ok\n  \\u003a:error::x\n\u{a0}\\u003a:add-mask::y"
+        );
+        assert_eq!(
+            inert_output("x ##[error]y ##vso[task]z #[a] ## [b] ###[c]", false),
+            "x #\\u0023[error]y #\\u0023vso[task]z #[a] ## [b] ##\\u0023[c]"
+        );
+        assert_eq!(
+            inert_commands_output("::error file=a::m ##[error]\n::notice::n"),
+            "::error file=a::m #\\u0023[error]\n::notice::n"
+        );
     }
 }
