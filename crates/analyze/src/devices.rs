@@ -112,7 +112,7 @@ pub(crate) fn attribute_ranks(findings: &mut [Finding]) {
     let kernel = |f: &Finding| {
         ["gpu", "pci"]
             .iter()
-            .find_map(|k| f.captures.get(*k).and_then(|a| from_pci(a)))
+            .find_map(|k| f.captures.get(k).and_then(|a| from_pci(a)))
     };
     let hosts_known = findings
         .iter()

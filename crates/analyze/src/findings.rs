@@ -6,7 +6,7 @@ use coroner_model::{
     inert, inert_capped, Context, Evidence, Finding, Location, Printer, Traceback,
 };
 use coroner_rules::{Match, RuleSet};
-use std::collections::HashMap;
+use std::collections::{BinaryHeap, HashMap};
 
 /// What tells findings of one rule apart: the rank and GPU they are about,
 /// and, for findings of no rank, the node (the same GPU address exists on
@@ -37,18 +37,31 @@ struct Entry {
     gpu: Option<String>,
     count: u64,
     first: Location,
-    order: (usize, u64),
+    order: Order,
     evidence: Vec<Evidence>,
     captures: Vec<(String, String)>,
     traceback: Option<Traceback>,
     printed_by: Option<Printer>,
 }
 
+/// Where a finding sorts in the report: the position of its input, then
+/// its first line.
+type Order = (usize, u64);
+
 /// Findings under construction: one input's, or (merged) an incident's.
 #[derive(Debug, Default)]
 pub(crate) struct FindingTable {
     entries: Vec<Entry>,
     index: HashMap<Key, usize>,
+    /// For each rule, the findings recorded here whose evidence keeps its
+    /// surrounding lines, by order then position, the last on top: at
+    /// most [`CONTEXT_PER_RULE`], since a finding with that many of its
+    /// rule before it keeps none in the report. A job of 100 000 ranks
+    /// then holds the lines around 64 of its findings, not around each.
+    with_context: HashMap<usize, BinaryHeap<(Order, usize)>>,
+    /// Whether `with_context` is kept: not where the line numbers are
+    /// replaced out of order before the table is merged.
+    limits_context: bool,
     /// Position of the input being scanned among the incident's inputs.
     input: usize,
     /// Lines that look like failures but that no rule read.
@@ -76,6 +89,18 @@ impl FindingTable {
     pub(crate) fn for_input(input: usize) -> Self {
         FindingTable {
             input,
+            limits_context: true,
+            ..FindingTable::default()
+        }
+    }
+
+    /// An empty table like [`FindingTable::for_input`]'s whose line
+    /// numbers are replaced out of their order ([`Self::remap_lines`])
+    /// before it is merged: which findings come first is not known while
+    /// it is filled, so each keeps its surrounding lines until then.
+    pub(crate) fn for_input_remapped(input: usize) -> Self {
+        FindingTable {
+            input,
             ..FindingTable::default()
         }
     }
@@ -94,6 +119,8 @@ impl FindingTable {
     /// Replaces every line number `n` with `to(n)`, keeping the order of
     /// first appearance by the new numbers.
     pub(crate) fn remap_lines(&mut self, to: impl Fn(u64) -> u64) {
+        // The orders kept are the old ones: later findings start afresh.
+        self.with_context.clear();
         self.unread.remap_lines(&to);
         for (_, _, snapshot) in &mut self.desyncs {
             snapshot.line = to(snapshot.line);
@@ -126,6 +153,7 @@ impl FindingTable {
     /// Places every finding where `at` is and gives it `evidence`: the
     /// table of text coroner wrote about those lines.
     pub(crate) fn place_at(&mut self, at: &Location, evidence: &[Evidence]) {
+        self.with_context.clear();
         for e in &mut self.entries {
             e.first = at.clone();
             e.order.1 = at.line;
@@ -193,6 +221,14 @@ impl FindingTable {
         self.flight_records.extend(other.flight_records);
         let room = MAX_STACK_DUMPS.saturating_sub(self.desyncs.len());
         self.desyncs.extend(other.desyncs.into_iter().take(room));
+        if self.entries.is_empty() {
+            // Nothing to collapse into: the other table's findings and
+            // index are taken whole rather than copied one by one.
+            self.entries = other.entries;
+            self.index = other.index;
+            self.with_context = other.with_context;
+            return;
+        }
         for entry in other.entries {
             let key = entry.key();
             match self.index.get(&key) {
@@ -254,7 +290,8 @@ impl FindingTable {
                             .map(|t| t.display()),
                     },
                     order: (self.input, anchor.number),
-                    evidence: Vec::new(),
+                    // Sized for this match's lines: most findings keep one.
+                    evidence: Vec::with_capacity(m.lines.len().min(MAX_EVIDENCE)),
                     // A capture is input text: it fills messages.
                     captures: m
                         .captures
@@ -293,7 +330,31 @@ impl FindingTable {
                 context: if k == 0 { context.take() } else { None },
             });
         }
+        if first_evidence && self.limits_context {
+            self.limit_context(at);
+        }
         first_evidence.then_some(slot)
+    }
+
+    /// Counts the finding at `at`, whose evidence was just given its
+    /// surrounding lines, among those of its rule that keep them; past
+    /// [`CONTEXT_PER_RULE`], the last of them in order lets them go. Only
+    /// what the report would drop is dropped: the findings counted sort
+    /// before it here and, since this table's line numbers are only ever
+    /// moved all together, in the incident too.
+    fn limit_context(&mut self, at: usize) {
+        let Some(entry) = self.entries.get(at) else {
+            return;
+        };
+        let kept = self.with_context.entry(entry.rule).or_default();
+        kept.push((entry.order, at));
+        if kept.len() <= CONTEXT_PER_RULE {
+            return;
+        }
+        let last = kept.pop().and_then(|(_, last)| self.entries.get_mut(last));
+        for ev in last.into_iter().flat_map(|e| &mut e.evidence) {
+            ev.context = None;
+        }
     }
 
     /// Adds a line after the evidence in `slot`; returns whether it wants
@@ -318,9 +379,10 @@ impl FindingTable {
     pub(crate) fn into_findings(mut self, rules: &RuleSet) -> Vec<Finding> {
         self.index = HashMap::new();
         self.entries.sort_by_key(|e| e.order);
+        // The surrounding lines are let go before the findings are made,
+        // so that the two are not held at once.
         let mut per_rule: HashMap<usize, usize> = HashMap::new();
-        let mut findings = Vec::with_capacity(self.entries.len());
-        for mut e in std::mem::take(&mut self.entries) {
+        for e in &mut self.entries {
             let seen = per_rule.entry(e.rule).or_default();
             *seen += 1;
             if *seen > CONTEXT_PER_RULE {
@@ -329,6 +391,9 @@ impl FindingTable {
                 }
             }
             e.evidence.shrink_to_fit();
+        }
+        let mut findings = Vec::with_capacity(self.entries.len());
+        for e in std::mem::take(&mut self.entries) {
             findings.extend(e.into_finding(rules));
         }
         findings

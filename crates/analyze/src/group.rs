@@ -38,8 +38,10 @@ impl<'a> Same<'a> {
 }
 
 /// `findings` with those the same on several ranks made one, in the order
-/// of the first of each.
-pub(crate) fn across_ranks(findings: Vec<Finding>) -> Vec<Finding> {
+/// of the first of each. The findings are joined where they lie: a job of
+/// many ranks holds one finding per rank here, and a second list of them
+/// would double the memory they take.
+pub(crate) fn across_ranks(mut findings: Vec<Finding>) -> Vec<Finding> {
     // Which finding each one joins: its own position or an earlier one's.
     let mut joins = Vec::with_capacity(findings.len());
     {
@@ -52,31 +54,32 @@ pub(crate) fn across_ranks(findings: Vec<Finding>) -> Vec<Finding> {
             joins.push(to);
         }
     }
-    let mut slots: Vec<Option<Finding>> = Vec::with_capacity(findings.len());
-    for (i, f) in findings.into_iter().enumerate() {
-        let to = joins[i];
+    for (i, &to) in joins.iter().enumerate() {
         if to == i {
-            slots.push(Some(f));
             continue;
         }
-        slots.push(None);
-        if let Some(Some(lead)) = slots.get_mut(to) {
-            if lead.ranks.is_empty() {
-                lead.ranks.extend(lead.rank);
-            }
-            lead.ranks.extend(f.rank);
-            lead.count = lead.count.saturating_add(f.count);
+        let (rank, count) = (findings[i].rank, findings[i].count);
+        let lead = &mut findings[to];
+        if lead.ranks.is_empty() {
+            lead.ranks.extend(lead.rank);
         }
+        lead.ranks.extend(rank);
+        lead.count = lead.count.saturating_add(count);
     }
-    let mut grouped: Vec<Finding> = slots.into_iter().flatten().collect();
-    for f in &mut grouped {
+    let mut position = 0;
+    findings.retain(|_| {
+        let lead = joins[position] == position;
+        position += 1;
+        lead
+    });
+    for f in &mut findings {
         f.ranks.sort_unstable();
         f.ranks.dedup();
         if f.ranks.len() < 2 {
             f.ranks.clear();
         }
     }
-    grouped
+    findings
 }
 
 /// Keeps the first [`MAX_FINDINGS`] findings; returns how many were left

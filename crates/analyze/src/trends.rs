@@ -27,7 +27,7 @@ pub(crate) fn scan_trends(
     if trends.is_empty() {
         return;
     }
-    let mut own = FindingTable::for_input(table.input());
+    let mut own = FindingTable::for_input_remapped(table.input());
     let mut summary = InputSummary::new(input.display.clone(), InputKind::MetricTrends);
     scan_text(
         input,

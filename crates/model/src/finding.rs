@@ -1,6 +1,5 @@
 use crate::{Category, Role, Severity};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Where something was seen: an input, a 1-based line and a byte offset.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,7 +74,7 @@ pub struct Finding {
     /// The matching lines (the first few).
     pub evidence: Vec<Evidence>,
     /// Named captures of the first match.
-    pub captures: BTreeMap<String, String>,
+    pub captures: crate::Captures,
     /// The rank the finding belongs to, when known; for a finding seen on
     /// several ranks (`ranks`), the first of them in the report's order
     /// (the root cause's own, for its finding).

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod action;
+mod captures;
 mod category;
 mod dump;
 mod finding;
@@ -18,6 +19,7 @@ mod text;
 mod traceback;
 
 pub use action::{Action, ActionKind, UnknownAction};
+pub use captures::Captures;
 pub use category::{Category, UnknownCategory};
 pub use dump::{
     Frame, GpuCore, GpuDevice, GpuException, GpuKernel, HostCore, HostThread, MappedModule,
