@@ -1145,8 +1145,8 @@ fn paths_a_core_records_are_opened_only_where_the_user_points_and_reveal_nothing
 }
 
 /// Time allowed for the inputs of 10^5 ranks with the debug build, tests
-/// running side by side on 2 shared cores (alone, it takes 40 to 60 s;
-/// the release build 6 to 9 s). Before the fixes, the release build ran
+/// running side by side on 2 shared cores (alone, each takes 15 to 35 s;
+/// the release build 4 to 7 s). Before the fixes, the release build ran
 /// past 300 s on both.
 const SCALE_LIMIT: Duration = Duration::from_secs(300);
 
