@@ -333,6 +333,75 @@ fn markdown_holds_no_live_html_link_or_heading_from_an_input() {
     assert_markdown_inert(help.as_str().unwrap());
 }
 
+/// SARIF's plain-text messages: a `[text](id)` or `[text](url)` from an
+/// input would become a link in a viewer; every bracket that did not come
+/// from coroner itself is escaped.
+#[test]
+fn sarif_messages_hold_no_embedded_link_from_an_input() {
+    let dir = Scratch::new("inert-sarif");
+    let rules = evil_rules(&dir);
+    let name = "[n](0)[m](http:e.example).zst";
+    std::fs::write(
+        dir.path("a.log"),
+        "boom [click](0) [x](http://evil.example/) \\[y](1) ]]\n",
+    )
+    .unwrap();
+    let zst = zstd::encode_all(format!("{OOM_LINE}\n").repeat(500).as_bytes(), 3).unwrap();
+    std::fs::write(dir.path(name), &zst[..zst.len() / 2]).unwrap();
+    let out = analyze(
+        &[
+            "--format".as_ref(),
+            "sarif".as_ref(),
+            "--rules".as_ref(),
+            rules.as_ref(),
+            "a.log".as_ref(),
+            name.as_ref(),
+        ],
+        &dir.0,
+    );
+    let sarif: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut texts = Vec::new();
+    collect_texts(&sarif, &mut texts);
+    let messages: Vec<&String> = texts.iter().filter(|t| t.contains("click")).collect();
+    assert!(
+        !messages.is_empty(),
+        "no message carries the log line: {sarif}"
+    );
+    assert!(texts.iter().any(|t| t.contains("[n\\](0)")), "{texts:?}");
+    // The only link coroner writes: to the finding that explains a
+    // consequence.
+    let own = regex::Regex::new(r"\(a consequence of \[[a-z0-9-]+\]\(0\)\)$").unwrap();
+    for text in &texts {
+        let text = own.replace(text, "");
+        let mut escaped = false;
+        for c in text.chars() {
+            assert!(
+                escaped || (c != '[' && c != ']'),
+                "unescaped bracket in {text:?}"
+            );
+            escaped = !escaped && c == '\\';
+        }
+    }
+}
+
+/// Every `text` of a message or a description, depth first.
+fn collect_texts(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map {
+                match (key.as_str(), v) {
+                    ("text", serde_json::Value::String(s)) => out.push(s.clone()),
+                    // Snippets are the log's own bytes, not messages.
+                    ("snippet", _) => {}
+                    _ => collect_texts(v, out),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_texts(v, out)),
+        _ => {}
+    }
+}
+
 fn assert_markdown_inert(md: &str) {
     use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
     let mut headings = 0;
@@ -343,15 +412,9 @@ fn assert_markdown_inert(md: &str) {
         let source = &md[range];
         match event {
             Event::Html(h) | Event::InlineHtml(h) => {
-                let ours = [
-                    "<details>",
-                    "<summary>",
-                    "</summary>",
-                    "</details>",
-                    "<sub>",
-                    "</sub>",
-                ];
-                let rest = ours.iter().fold(h.to_string(), |t, o| t.replace(o, ""));
+                let rest = coroner_report::markdown::OWN_HTML_TAGS
+                    .iter()
+                    .fold(h.to_string(), |t, o| t.replace(o, ""));
                 assert!(
                     rest.trim().is_empty() || rest.trim() == "Python traceback",
                     "HTML {h:?} in\n{md}"

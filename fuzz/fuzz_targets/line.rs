@@ -5,23 +5,11 @@
 //! reads Python tracebacks).
 #![no_main]
 
-use coroner_rules::{RuleSet, RuleSources};
-use libfuzzer_sys::fuzz_target;
-use std::sync::OnceLock;
+#[path = "shared/builtin_rules.rs"]
+mod builtin_rules;
 
-fn rules() -> &'static RuleSet {
-    static RULES: OnceLock<RuleSet> = OnceLock::new();
-    RULES.get_or_init(|| {
-        let sources = RuleSources {
-            builtin: true,
-            ..RuleSources::default()
-        };
-        match RuleSet::load(&sources) {
-            Ok(set) => set,
-            Err(errors) => panic!("built-in rules do not load: {errors:?}"),
-        }
-    })
-}
+use builtin_rules::rules;
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let mut cleaned = Vec::new();

@@ -34,7 +34,10 @@ use coroner_model::{
     inert_commands_output, inert_output, shown_bytes, Evidence, InputError, Report, Severity,
 };
 use coroner_report::{PathBase, Style};
-use coroner_rules::{RuleSet, RuleSources};
+#[path = "shared/builtin_rules.rs"]
+mod builtin_rules;
+
+use builtin_rules::rules;
 use libfuzzer_sys::fuzz_target;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -44,20 +47,6 @@ use std::sync::OnceLock;
 /// A real run: a Python exception that ends torchrun's workers, with
 /// consequences, a traceback and remediation.
 const TEMPLATE_LOG: &[u8] = include_bytes!("../../fixtures/real-gpu/logs/torchrun_raise.log");
-
-fn rules() -> &'static RuleSet {
-    static RULES: OnceLock<RuleSet> = OnceLock::new();
-    RULES.get_or_init(|| {
-        let sources = RuleSources {
-            builtin: true,
-            ..RuleSources::default()
-        };
-        match RuleSet::load(&sources) {
-            Ok(set) => set,
-            Err(errors) => panic!("built-in rules do not load: {errors:?}"),
-        }
-    })
-}
 
 /// This process's scratch directory.
 fn scratch() -> &'static Path {
@@ -154,8 +143,9 @@ fn planted(pieces: &mut Pieces) -> Report {
         for e in &mut f.evidence {
             plant_evidence(e, pieces);
         }
-        for value in f.captures.values_mut() {
-            *value = pieces.line();
+        let names: Vec<String> = f.captures.iter().map(|(name, _)| name.clone()).collect();
+        for name in names {
+            f.captures.insert(name, pieces.line());
         }
         f.remediation = vec![pieces.text(), pieces.text()].into();
         f.references = vec![pieces.line(), "https://example.com/a_b".to_owned()].into();
@@ -327,14 +317,7 @@ fn assert_markdown_inert(what: &str, md: &str, expected: &Expected) {
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_MATH
         | Options::ENABLE_GFM;
-    let ours = [
-        "<details>",
-        "<summary>",
-        "</summary>",
-        "</details>",
-        "<sub>",
-        "</sub>",
-    ];
+    let ours = coroner_report::markdown::OWN_HTML_TAGS;
     let (mut headings, mut strong, mut items, mut code_blocks) = (0, 0, 0, 0);
     let mut in_code = false;
     let mut in_link = false;

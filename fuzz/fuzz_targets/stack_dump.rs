@@ -14,7 +14,14 @@ fuzz_target!(|data: &[u8]| {
     for (i, line) in text.lines().enumerate() {
         let p = strip_rank_prefix(line);
         reader.feed(p.rest, line, p.rank, i as u64 + 1, i % 7 != 6, &mut out);
-        desyncs.feed(p.rest, line, p.rank, i as u64 + 1, i % 7 != 6, &mut snapshots);
+        desyncs.feed(
+            p.rest,
+            line,
+            p.rank,
+            i as u64 + 1,
+            i % 7 != 6,
+            &mut snapshots,
+        );
     }
     reader.finish(&mut out);
     desyncs.finish(&mut snapshots);

@@ -7,6 +7,17 @@ use crate::{one_line, root_finding};
 use coroner_model::{Category, Report};
 use std::fmt::Write as _;
 
+/// The HTML tags the report writes itself (a folded traceback, a footer);
+/// no other HTML ever appears in it.
+pub const OWN_HTML_TAGS: [&str; 6] = [
+    "<details>",
+    "<summary>",
+    "</summary>",
+    "</details>",
+    "<sub>",
+    "</sub>",
+];
+
 /// Renders `report` as GitHub-flavoured Markdown.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();

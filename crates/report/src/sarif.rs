@@ -9,7 +9,9 @@
 //! URIs for inputs outside it, and `stdin` for standard input (named by
 //! `--stdin-filename` when given): every result has a location. A
 //! consequence of another finding is a `note` whose `relatedLocations`
-//! point at the finding that explains it.
+//! point at the finding that explains it. Square brackets in every plain
+//! text are escaped, as SARIF asks, so that text from an input never forms
+//! an embedded link.
 
 use crate::{root_finding, PathBase};
 use coroner_model::{Finding, Report, Severity};
@@ -84,12 +86,12 @@ pub fn log(report: &Report, base: &PathBase) -> Value {
                 r["relatedLocations"] = json!([{
                     "id": 0,
                     "physicalLocation": location(&cause.first_seen.input, cause.first_seen.line, None, base)["physicalLocation"],
-                    "message": {"text": format!("explained by {}: {}", cause.rule, non_empty(&cause.message, &cause.title))},
+                    "message": {"text": plain(&format!("explained by {}: {}", cause.rule, non_empty(&cause.message, &cause.title)))},
                 }]);
                 r["message"]["text"] = json!(format!(
                     "{} (a consequence of [{}](0))",
-                    non_empty(&f.message, &f.title),
-                    cause.rule
+                    plain(non_empty(&f.message, &f.title)),
+                    plain(&cause.rule)
                 ));
             }
             r
@@ -103,7 +105,7 @@ pub fn log(report: &Report, base: &PathBase) -> Value {
             input.errors.iter().map(move |e| {
                 json!({
                     "level": "error",
-                    "message": {"text": format!("{}: {}", input.path, e.message)},
+                    "message": {"text": plain(&format!("{}: {}", input.path, e.message))},
                 })
             })
         })
@@ -142,19 +144,19 @@ fn rule(f: &Finding) -> Value {
     let mut help_text = String::new();
     let mut help_md = String::new();
     for (i, step) in f.remediation.iter().enumerate() {
-        help_text.push_str(&format!("{}. {}\n", i + 1, step));
+        help_text.push_str(&format!("{}. {}\n", i + 1, plain(step)));
         help_md.push_str(&format!("{}. {}\n", i + 1, crate::markdown::inline(step)));
     }
     if !f.references.is_empty() {
         help_text.push_str("\nReferences:\n");
         help_md.push_str("\n**References**\n\n");
         for r in &f.references {
-            help_text.push_str(&format!("- {r}\n"));
+            help_text.push_str(&format!("- {}\n", plain(r)));
             help_md.push_str(&format!("- {}\n", crate::markdown::reference(r)));
         }
     }
     if help_text.is_empty() {
-        help_text = f.title.clone();
+        help_text = plain(&f.title);
         help_md = crate::markdown::inline(&f.title);
     }
     let full = if f.message.is_empty() {
@@ -165,8 +167,8 @@ fn rule(f: &Finding) -> Value {
     json!({
         "id": f.rule,
         "name": pascal_case(&f.rule),
-        "shortDescription": {"text": non_empty(&f.title, &f.rule)},
-        "fullDescription": {"text": non_empty(full, &f.rule)},
+        "shortDescription": {"text": plain(non_empty(&f.title, &f.rule))},
+        "fullDescription": {"text": plain(non_empty(full, &f.rule))},
         "help": {"text": help_text.trim_end(), "markdown": help_md.trim_end()},
         "defaultConfiguration": {"level": level(f.severity)},
         "properties": {
@@ -224,11 +226,38 @@ fn result(f: &Finding, rule_index: usize, is_root: bool, base: &PathBase) -> Val
         "ruleId": f.rule,
         "ruleIndex": rule_index,
         "level": level(f.severity),
-        "message": {"text": non_empty(&f.message, &f.title)},
+        "message": {"text": plain(non_empty(&f.message, &f.title))},
         "properties": properties,
     });
     result["locations"] = Value::Array(locations);
     result
+}
+
+/// Plain text for a SARIF message: square brackets escaped (`\[`, `\]`),
+/// and the backslashes just before one doubled, so that no text from an
+/// input forms an embedded link (`[text](id)`, which viewers turn into a
+/// link to a location or a URL); the report's own links are written
+/// around the escaped text.
+fn plain(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut backslashes = 0;
+    for c in s.chars() {
+        if c == '\\' {
+            backslashes += 1;
+            continue;
+        }
+        let bracket = c == '[' || c == ']';
+        let n = if bracket {
+            2 * backslashes + 1
+        } else {
+            backslashes
+        };
+        out.extend(std::iter::repeat_n('\\', n));
+        out.push(c);
+        backslashes = 0;
+    }
+    out.extend(std::iter::repeat_n('\\', backslashes));
+    out
 }
 
 fn non_empty<'a>(s: &'a str, fallback: &'a str) -> &'a str {
@@ -287,6 +316,13 @@ mod tests {
         assert_eq!(encode_path("logs/a b%.log"), "logs/a%20b%25.log");
         assert_eq!(encode_path("rank:1/é.log"), "rank%3A1/%C3%A9.log");
         assert_eq!(file_uri("/tmp/x y"), "file:///tmp/x%20y");
+    }
+
+    #[test]
+    fn brackets_in_plain_text_never_form_a_link() {
+        assert_eq!(plain("[rank0]: x"), r"\[rank0\]: x");
+        assert_eq!(plain(r"[a](0) \[b](1) C:\x"), r"\[a\](0) \\\[b\](1) C:\x");
+        assert_eq!(plain(r"end \"), r"end \");
     }
 
     #[test]
