@@ -20,9 +20,10 @@
 //!   no `##[`, `##vso[` (`##`, ASCII letters, `[`) anywhere.
 //!
 //! And per format: `json`, `jsonl` and `sarif` parse (SARIF's URIs are
-//! percent-encoded); `junit` parses as XML; every `github` line is either
-//! an annotation whose properties are only `file`, `line` and `title` or a
-//! plain `coroner:` line; `markdown` (and SARIF's rule help), parsed as
+//! percent-encoded, its plain texts escape square brackets); `junit`
+//! parses as XML; every `github` line is either an annotation whose
+//! properties are only `file`, `line` and `title` or a plain `coroner:`
+//! line; `markdown` (and SARIF's rule help), parsed as
 //! CommonMark with GitHub's extensions, holds no HTML but coroner's own
 //! tags, no link, image, emphasis, strikethrough, math, footnote, task,
 //! quote or rule, no heading but coroner's, exactly coroner's lists, bold
@@ -292,6 +293,38 @@ fn assert_json_inert(format: &str, value: &serde_json::Value) {
     }
 }
 
+/// Every plain text of a SARIF log (all `text` values but snippets, which
+/// are the log's own bytes) escapes its square brackets, but for the
+/// report's own link from a consequence to its cause.
+fn assert_no_embedded_link(value: &serde_json::Value) {
+    match value {
+        serde_json::Value::Array(all) => all.iter().for_each(assert_no_embedded_link),
+        serde_json::Value::Object(map) => {
+            for (key, v) in map {
+                match (key.as_str(), v) {
+                    ("snippet", _) => {}
+                    ("text", serde_json::Value::String(text)) => {
+                        let text = match text.rfind(" (a consequence of [") {
+                            Some(at) if text.ends_with("](0))") => &text[..at],
+                            _ => text.as_str(),
+                        };
+                        let mut escaped = false;
+                        for c in text.chars() {
+                            assert!(
+                                escaped || (c != '[' && c != ']'),
+                                "sarif: an unescaped bracket in {text:?}"
+                            );
+                            escaped = !escaped && c == '\\';
+                        }
+                    }
+                    _ => assert_no_embedded_link(v),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 fn parse_json(format: &str, text: &str) -> serde_json::Value {
     match serde_json::from_str(text) {
         Ok(v) => v,
@@ -434,6 +467,7 @@ fn check(report: &Report, style: Style) {
             "sarif" => {
                 let sarif = parse_json(format, &guarded);
                 assert_json_inert(format, &sarif);
+                assert_no_embedded_link(&sarif);
                 let rules = sarif["runs"][0]["tool"]["driver"]["rules"].as_array();
                 for rule in rules.into_iter().flatten() {
                     let help = rule["help"]["markdown"].as_str().unwrap_or_default();
