@@ -317,17 +317,7 @@ fn markdown_holds_no_live_html_link_or_heading_from_an_input() {
         }
     }
     // SARIF's rule help is Markdown too.
-    let out = analyze(
-        &[
-            "--format".as_ref(),
-            "sarif".as_ref(),
-            "--rules".as_ref(),
-            rules.as_ref(),
-            "a.log".as_ref(),
-        ],
-        &dir.0,
-    );
-    let sarif: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sarif = sarif_of(&dir.0, &rules, &["a.log"]);
     let help = &sarif["runs"][0]["tool"]["driver"]["rules"][0]["help"]["markdown"];
     assert!(help.as_str().is_some_and(|h| h.contains("img")), "{help}");
     assert_markdown_inert(help.as_str().unwrap());
@@ -348,18 +338,7 @@ fn sarif_messages_hold_no_embedded_link_from_an_input() {
     .unwrap();
     let zst = zstd::encode_all(format!("{OOM_LINE}\n").repeat(500).as_bytes(), 3).unwrap();
     std::fs::write(dir.path(name), &zst[..zst.len() / 2]).unwrap();
-    let out = analyze(
-        &[
-            "--format".as_ref(),
-            "sarif".as_ref(),
-            "--rules".as_ref(),
-            rules.as_ref(),
-            "a.log".as_ref(),
-            name.as_ref(),
-        ],
-        &dir.0,
-    );
-    let sarif: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sarif = sarif_of(&dir.0, &rules, &["a.log", name]);
     let mut texts = Vec::new();
     collect_texts(&sarif, &mut texts);
     let messages: Vec<&String> = texts.iter().filter(|t| t.contains("click")).collect();
@@ -373,15 +352,25 @@ fn sarif_messages_hold_no_embedded_link_from_an_input() {
     let own = regex::Regex::new(r"\(a consequence of \[[a-z0-9-]+\]\(0\)\)$").unwrap();
     for text in &texts {
         let text = own.replace(text, "");
-        let mut escaped = false;
-        for c in text.chars() {
-            assert!(
-                escaped || (c != '[' && c != ']'),
-                "unescaped bracket in {text:?}"
-            );
-            escaped = !escaped && c == '\\';
-        }
+        assert_eq!(
+            coroner_report::sarif::unescaped_bracket(&text),
+            None,
+            "unescaped bracket in {text:?}"
+        );
     }
+}
+
+/// The SARIF report of `inputs` (in `cwd`) with the rules under `rules`.
+fn sarif_of(cwd: &Path, rules: &str, inputs: &[&str]) -> serde_json::Value {
+    let mut args: Vec<&OsStr> = vec![
+        "--format".as_ref(),
+        "sarif".as_ref(),
+        "--rules".as_ref(),
+        rules.as_ref(),
+    ];
+    args.extend(inputs.iter().map(OsStr::new));
+    let out = analyze(&args, cwd);
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// Every `text` of a message or a description, depth first.

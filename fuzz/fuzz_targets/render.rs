@@ -308,14 +308,11 @@ fn assert_no_embedded_link(value: &serde_json::Value) {
                             Some(at) if text.ends_with("](0))") => &text[..at],
                             _ => text.as_str(),
                         };
-                        let mut escaped = false;
-                        for c in text.chars() {
-                            assert!(
-                                escaped || (c != '[' && c != ']'),
-                                "sarif: an unescaped bracket in {text:?}"
-                            );
-                            escaped = !escaped && c == '\\';
-                        }
+                        assert_eq!(
+                            coroner_report::sarif::unescaped_bracket(text),
+                            None,
+                            "sarif: an unescaped bracket in {text:?}"
+                        );
                     }
                     _ => assert_no_embedded_link(v),
                 }

@@ -260,6 +260,19 @@ fn plain(s: &str) -> String {
     out
 }
 
+/// Where `text`, a plain text of a SARIF log, holds a square bracket that
+/// is not escaped (one a viewer could read as part of an embedded link).
+pub fn unescaped_bracket(text: &str) -> Option<usize> {
+    let mut escaped = false;
+    for (at, c) in text.char_indices() {
+        if !escaped && (c == '[' || c == ']') {
+            return Some(at);
+        }
+        escaped = !escaped && c == '\\';
+    }
+    None
+}
+
 fn non_empty<'a>(s: &'a str, fallback: &'a str) -> &'a str {
     if s.trim().is_empty() {
         fallback
@@ -323,6 +336,10 @@ mod tests {
         assert_eq!(plain("[rank0]: x"), r"\[rank0\]: x");
         assert_eq!(plain(r"[a](0) \[b](1) C:\x"), r"\[a\](0) \\\[b\](1) C:\x");
         assert_eq!(plain(r"end \"), r"end \");
+        for text in ["[rank0]: x", r"[a](0) \[b](1) C:\x", r"\\[", "]"] {
+            assert_eq!(unescaped_bracket(&plain(text)), None, "{text}");
+        }
+        assert_eq!(unescaped_bracket(r"a \\[b"), Some(4));
     }
 
     #[test]
