@@ -101,7 +101,7 @@ fn sarif_describes_the_rules_that_fired() {
     let driver = &doc["runs"][0]["tool"]["driver"];
     assert_eq!(driver["name"], "coroner");
     let rule = &driver["rules"][0];
-    assert_eq!(rule["id"], "torchrun-worker-sigkill");
+    assert_eq!(rule["id"], "torchrun-root-cause-sigkill");
     assert_eq!(rule["properties"]["category"], "host-oom");
     assert_eq!(rule["properties"]["severity"], "critical");
     assert_eq!(rule["properties"]["role"], "cause");
@@ -121,7 +121,7 @@ fn sarif_describes_the_rules_that_fired() {
         .map(|r| r["level"].as_str().unwrap())
         .collect();
     // The peer connection closed by the kill is its consequence: a note.
-    assert_eq!(levels, ["error", "error", "note", "warning", "note"]);
+    assert_eq!(levels, ["error", "note", "warning", "note"]);
 }
 
 #[test]
@@ -274,11 +274,11 @@ fn github_orders_root_cause_first_then_by_severity() {
         .collect();
     assert_eq!(
         kinds,
-        ["error", "error", "error", "warning", "notice", "coroner"],
+        ["error", "error", "warning", "notice", "coroner"],
         "{text}"
     );
     assert!(text.starts_with(
-        "::error file=fixtures/real-gpu/logs/torchrun_kill.log,line=17,title=Root cause%3A host-oom on rank 1 (torchrun-worker-sigkill)::"
+        "::error file=fixtures/real-gpu/logs/torchrun_kill.log,line=17,title=Root cause%3A host-oom on rank 1 (torchrun-root-cause-sigkill)::"
     ));
 }
 
@@ -343,38 +343,39 @@ fn junit_failures_follow_the_threshold() {
     let (failed, passed) = junit_failures(&[&kill]);
     assert_eq!(
         failed,
-        [
-            "torchrun-worker-sigkill",
-            "torchrun-root-cause-sigkill",
-            "peer-connection-closed"
-        ]
+        ["torchrun-root-cause-sigkill", "peer-connection-closed"]
     );
     assert_eq!(
         passed,
         ["torchrun-child-failed", "torchrun-sigterm-teardown"]
     );
     let (failed, passed) = junit_failures(&["--fail-on", "info", &kill]);
-    assert_eq!((failed.len(), passed.len()), (5, 0));
+    assert_eq!((failed.len(), passed.len()), (4, 0));
     let (failed, passed) = junit_failures(&["--fail-on", "critical", &kill]);
-    assert_eq!((failed.len(), passed.len()), (2, 3));
+    assert_eq!((failed.len(), passed.len()), (1, 3));
 
     let out = run(&["analyze", "--format", "junit", &kill], None);
     let text = stdout(&out);
     let doc = parse_junit(&text);
     let case = doc
         .descendants()
-        .find(|n| n.attribute("name") == Some("torchrun-worker-sigkill"))
+        .find(|n| n.attribute("name") == Some("torchrun-root-cause-sigkill"))
         .unwrap();
     assert_eq!(case.attribute("classname"), Some("host-oom"));
     let failure = case.children().find(|n| n.has_tag_name("failure")).unwrap();
-    assert!(failure
-        .attribute("message")
-        .unwrap()
-        .starts_with("torchrun: local_rank 1 (pid 2038) was killed by SIGKILL"));
-    assert!(failure
-        .text()
-        .unwrap()
-        .contains("fixtures/real-gpu/logs/torchrun_kill.log:17: E1129"));
+    assert!(failure.attribute("message").unwrap().starts_with(
+        "torchrun: rank 1 (local_rank 1, pid 2038, host localhost) failed first, killed by SIGKILL"
+    ));
+    // Both of torchrun's accounts of the death are its evidence.
+    let body = failure.text().unwrap();
+    assert!(
+        body.contains("fixtures/real-gpu/logs/torchrun_kill.log:17: E1129"),
+        "{body}"
+    );
+    assert!(
+        body.contains("fixtures/real-gpu/logs/torchrun_kill.log:47: Root Cause"),
+        "{body}"
+    );
 }
 
 #[test]
@@ -432,7 +433,7 @@ fn quiet_prints_only_the_verdict() {
         let text = stdout(&out);
         assert_eq!(text.lines().count(), 1, "{format}: {text}");
         assert!(
-            text.starts_with("coroner: root cause host-oom (rank 1) \u{2014} torchrun: local_rank 1 (pid 2038) was killed by SIGKILL"),
+            text.starts_with("coroner: root cause host-oom (rank 1) \u{2014} torchrun: rank 1 (local_rank 1, pid 2038, host localhost) failed first, killed by SIGKILL"),
             "{text}"
         );
     }
@@ -522,7 +523,7 @@ fn a_baseline_suppresses_the_same_failure_but_not_a_new_one() {
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
     assert_eq!(doc["version"], 1);
     let entries = doc["fingerprints"].as_array().unwrap();
-    assert_eq!(entries.len(), 5);
+    assert_eq!(entries.len(), 4);
     for e in entries {
         assert_eq!(e["fingerprint"].as_str().unwrap().len(), 16);
         assert!(e["example"].as_str().is_some());
@@ -539,7 +540,7 @@ fn a_baseline_suppresses_the_same_failure_but_not_a_new_one() {
     let copy = shifted_copy(&original);
     std::fs::write(dir.path("run2.log"), &copy).unwrap();
     let (unfiltered, _) = analyze_json(&[&dir.display("run2.log")]);
-    assert_eq!(unfiltered["findings"].as_array().unwrap().len(), 5);
+    assert_eq!(unfiltered["findings"].as_array().unwrap().len(), 4);
     assert_eq!(unfiltered["findings"][0]["first_seen"]["line"], 24);
     let (report, code) = analyze_json(&["--baseline", &base, &dir.display("run2.log")]);
     assert_eq!(code, 0);
@@ -633,12 +634,12 @@ fn coroner_toml_is_discovered_and_overridden() {
     let (_, code) = json(&["--fail-on", "error", &kill]);
     assert_eq!(code, 0);
     let (report, _) = json(&["--ignore", "torchrun-child-failed", &kill]);
-    assert_eq!(rules_of(&report).len(), 4);
+    assert_eq!(rules_of(&report).len(), 3);
     assert_eq!(report["root_cause"]["category"], "host-oom");
 
     // --no-config: nothing from the file.
     let (report, code) = json(&["--no-config", &kill]);
-    assert_eq!(rules_of(&report).len(), 5);
+    assert_eq!(rules_of(&report).len(), 4);
     assert_eq!(code, 1);
 
     // `rules` are relative to the file.
@@ -669,6 +670,59 @@ fn coroner_toml_is_discovered_and_overridden() {
     let (report, code) = json(&["--no-baseline", "ck.log"]);
     assert_eq!(rules_of(&report), ["nasty-checkpoint"]);
     assert_eq!(code, 1);
+}
+
+#[test]
+fn pyproject_tool_coroner_is_read_when_there_is_no_coroner_toml() {
+    let dir = Scratch::new("pyproject");
+    std::fs::create_dir_all(dir.path(".git")).unwrap();
+    std::fs::create_dir_all(dir.path("jobs")).unwrap();
+    // Another tool's pyproject.toml on the way up is passed over.
+    std::fs::write(
+        dir.path("jobs/pyproject.toml"),
+        "[tool.ruff]\nline-length = 100\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path("pyproject.toml"),
+        "[project]\nname = \"trainer\"\n\n[tool.coroner]\nignore = [\"peer-connection-closed\"]\nfail_on = \"critical\"\n",
+    )
+    .unwrap();
+    let kill = root().join(fixture(KILL)).to_string_lossy().into_owned();
+    let out = run_in(&dir.path("jobs"), &["analyze", "--format", "json", &kill]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!rules_of(&report).contains(&"peer-connection-closed".to_owned()));
+    assert_eq!(out.status.code(), Some(1), "the SIGKILL is critical");
+    let oom = root()
+        .join(fixture("logs/oom_simple.log"))
+        .to_string_lossy()
+        .into_owned();
+    let out = run_in(&dir.path("jobs"), &["analyze", "--format", "json", &oom]);
+    assert_eq!(out.status.code(), Some(0), "an error is below fail_on");
+    let out = run_in(
+        &dir.path("jobs"),
+        &["analyze", "--format", "json", "--fail-on", "error", &oom],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    // A coroner.toml beside it wins.
+    std::fs::write(dir.path("coroner.toml"), "ignore = []\n").unwrap();
+    let out = run_in(&dir.path("jobs"), &["analyze", "--format", "json", &kill]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(rules_of(&report).contains(&"peer-connection-closed".to_owned()));
+    // Named with --config, a pyproject.toml without the table is an error.
+    let out = run_in(
+        &dir.0,
+        &[
+            "analyze",
+            "--config",
+            "jobs/pyproject.toml",
+            "--format",
+            "json",
+            &kill,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("[tool.coroner]"), "{}", stderr(&out));
 }
 
 #[test]

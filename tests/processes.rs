@@ -20,13 +20,41 @@ fn the_kernels_oom_kill_is_the_cause_and_the_launchers_reports_its_echoes() {
         .iter()
         .map(|r| r.as_str().unwrap())
         .collect();
-    for echo in [
-        "torchrun-root-cause-sigkill",
-        "torchrun-worker-sigkill",
-        "process-oom-killed",
-    ] {
+    for echo in ["torchrun-root-cause-sigkill", "process-oom-killed"] {
         assert!(explains.contains(&echo), "{echo} not in {explains:?}");
     }
+    // torchrun's two accounts of the death (its worker line and its Root
+    // Cause block, both naming pid 641) are one finding with both lines,
+    // and the kernel's record makes the reading certain.
+    assert!(
+        !explains.contains(&"torchrun-worker-sigkill"),
+        "{explains:?}"
+    );
+    let block = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "torchrun-root-cause-sigkill")
+        .unwrap();
+    let texts: Vec<&str> = block["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("failed (exitcode: -9) local_rank: 1")),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("Root Cause (first observed failure)")),
+        "{texts:?}"
+    );
+    assert_eq!(root["confidence"], "high");
 }
 
 #[test]

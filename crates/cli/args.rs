@@ -147,10 +147,11 @@ impl WalkArgs {
 /// Where the configuration file comes from.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ConfigArgs {
-    /// Read settings from FILE instead of discovering coroner.toml.
+    /// Read settings from FILE (a coroner.toml, or a pyproject.toml with a
+    /// [tool.coroner] table) instead of discovering one.
     #[arg(long = "config", value_name = "FILE", conflicts_with = "no_config")]
     pub config: Option<PathBuf>,
-    /// Do not look for a coroner.toml.
+    /// Do not look for a coroner.toml or [tool.coroner].
     #[arg(long)]
     pub no_config: bool,
 }

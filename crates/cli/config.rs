@@ -3,7 +3,10 @@
 //!
 //! Discovered like other tools' configuration: the current directory, then
 //! each parent, stopping after the filesystem root or after a directory
-//! that contains `.git` (the repository root). Keys:
+//! that contains `.git` (the repository root). In each directory a
+//! `coroner.toml` comes first, then a `pyproject.toml` with a
+//! `[tool.coroner]` table (the same keys), as ruff reads `[tool.ruff]`.
+//! Keys:
 //!
 //! ```toml
 //! rules = ["ci/coroner-rules"]        # rule directories, relative to this file
@@ -23,6 +26,9 @@ use std::path::{Path, PathBuf};
 
 /// The file name looked for.
 pub const FILE_NAME: &str = "coroner.toml";
+/// The Python project file whose `[tool.coroner]` table is read when a
+/// directory has no coroner.toml.
+pub const PYPROJECT: &str = "pyproject.toml";
 
 /// The settings of one coroner.toml, paths resolved against its directory.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -99,19 +105,42 @@ pub fn untrusted(_path: &Path) -> Option<String> {
     None
 }
 
-/// The coroner.toml that applies in `start`: the first found walking up
-/// from it, stopping after a directory holding `.git`.
+/// The configuration that applies in `start`: the first coroner.toml, or
+/// pyproject.toml with a `[tool.coroner]` table, found walking up from it,
+/// stopping after a directory holding `.git`.
 pub fn discover(start: &Path) -> Option<PathBuf> {
     for dir in start.ancestors() {
         let candidate = dir.join(FILE_NAME);
         if candidate.is_file() {
             return Some(candidate);
         }
+        let pyproject = dir.join(PYPROJECT);
+        if pyproject.is_file() && has_tool_table(&pyproject) {
+            return Some(pyproject);
+        }
         if dir.join(".git").exists() {
             return None;
         }
     }
     None
+}
+
+/// Whether the pyproject.toml at `path` speaks of `tool.coroner`: a file
+/// that does not is another tool's and is passed over, whatever it holds
+/// (one that does but is not valid TOML is then an error naming it).
+fn has_tool_table(path: &Path) -> bool {
+    read_regular(path, MAX_CONFIG).is_ok_and(|text| {
+        text.lines().any(|line| {
+            let line = line.trim_start();
+            line.starts_with("[tool.coroner") || line.starts_with("tool.coroner")
+        })
+    })
+}
+
+/// Whether `path` names a Python project file (its settings are its
+/// `[tool.coroner]` table).
+fn is_pyproject(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == PYPROJECT)
 }
 
 /// The largest configuration file read.
@@ -164,11 +193,12 @@ pub fn read_regular(path: &Path, max: u64) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())
 }
 
-/// Parses the text of a coroner.toml found at `path`.
+/// Parses the text of a coroner.toml found at `path`, or the `[tool.coroner]`
+/// table of a pyproject.toml.
 pub fn parse(text: &str, path: &Path) -> Result<Config, String> {
     // The parser's message only, with a line and column: its own display
     // quotes the line, and a file named by --config need not be one.
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+    let file: toml::Table = text.parse().map_err(|e: toml::de::Error| {
         let at = e.span().map_or(String::new(), |span| {
             let before = text.get(..span.start).unwrap_or_default();
             let line = before.matches('\n').count() + 1;
@@ -177,12 +207,26 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, String> {
         });
         format!("{}{at}", e.message().trim_end())
     })?;
+    let table = if is_pyproject(path) {
+        match file.get("tool").and_then(|t| t.get("coroner")) {
+            Some(toml::Value::Table(table)) => table,
+            Some(other) => {
+                return Err(format!(
+                    "`tool.coroner` must be a table, not {}",
+                    other.type_str()
+                ))
+            }
+            None => return Err("it has no [tool.coroner] table".to_owned()),
+        }
+    } else {
+        &file
+    };
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut config = Config {
         path: path.to_path_buf(),
         ..Config::default()
     };
-    for (key, value) in &table {
+    for (key, value) in table {
         match key.as_str() {
             "rules" => {
                 // Relative to this file and inside its directory: a folder
@@ -251,6 +295,7 @@ fn strings(key: &str, value: &toml::Value) -> Result<Vec<String>, String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -282,6 +327,42 @@ mod tests {
         assert!(parse("rules = [\"../up\"]", p).is_err_and(|e| e.contains("--rules")));
         assert!(parse("rules = [\"/etc\"]", p).is_err());
         assert!(parse("secret = [", p).is_err_and(|e| !e.contains("secret")));
+    }
+
+    #[test]
+    fn a_pyproject_gives_its_tool_coroner_table() {
+        let p = Path::new("/repo/pyproject.toml");
+        let text = "[project]\nname = \"x\"\nignore = 3\n\n[tool.ruff]\nline-length = 100\n\n[tool.coroner]\nignore = [\"a\"]\nfail_on = \"error\"\n";
+        assert_eq!(
+            parse(text, p),
+            Ok(Config {
+                path: p.into(),
+                ignore: vec!["a".into()],
+                fail_on: Some(Severity::Error),
+                ..Config::default()
+            })
+        );
+        assert!(parse("[project]\nname = \"x\"\n", p).is_err_and(|e| e.contains("[tool.coroner]")));
+        assert!(parse("[tool]\ncoroner = 1\n", p).is_err_and(|e| e.contains("table")));
+        assert!(parse("[tool.coroner]\ncolour = 1\n", p).is_err_and(|e| e.contains("colour")));
+    }
+
+    #[test]
+    fn discovery_prefers_coroner_toml_and_passes_over_other_pyprojects() {
+        let dir = std::env::temp_dir().join(format!("coroner-config-{}", std::process::id()));
+        let inner = dir.join("a/b");
+        std::fs::create_dir_all(&inner).unwrap();
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(inner.join(PYPROJECT), "[tool.ruff]\nline-length = 1\n").unwrap();
+        std::fs::write(
+            dir.join("a").join(PYPROJECT),
+            "[tool.coroner]\nignore = []\n",
+        )
+        .unwrap();
+        assert_eq!(discover(&inner), Some(dir.join("a").join(PYPROJECT)));
+        std::fs::write(dir.join("a").join(FILE_NAME), "ignore = []\n").unwrap();
+        assert_eq!(discover(&inner), Some(dir.join("a").join(FILE_NAME)));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 

@@ -23,7 +23,9 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let root = manifest.join("../../rules");
+    // `rules` is a link to the repository's rules folder, so that a
+    // packaged crate carries the files.
+    let root = manifest.join("rules");
     println!("cargo:rerun-if-changed={}", root.display());
     let mut files = Vec::new();
     collect(&root, &mut files);
@@ -32,7 +34,7 @@ fn main() {
     // The rule pack's version: a digest of every file's path and contents.
     let mut digest = Sha256::new();
     for file in &files {
-        let rel = file.strip_prefix(manifest.join("../..")).unwrap_or(file);
+        let rel = file.strip_prefix(&manifest).unwrap_or(file);
         digest.update(rel.to_string_lossy().as_bytes());
         digest.update([0]);
         digest.update(fs::read(file).unwrap_or_default());
@@ -44,7 +46,7 @@ fn main() {
         .collect();
     for file in &files {
         println!("cargo:rerun-if-changed={}", file.display());
-        let rel = file.strip_prefix(manifest.join("../..")).unwrap_or(file);
+        let rel = file.strip_prefix(&manifest).unwrap_or(file);
         let _ = writeln!(
             code,
             "    ({:?}, include_str!({:?})),",

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
 /// `knowledge/cascades.toml`.
-const CASCADES: &str = include_str!("../../../knowledge/cascades.toml");
+const CASCADES: &str = include_str!("../knowledge/cascades.toml");
 
 /// One `[[cascade]]`: a finding of one of `causes` on one rank explains
 /// findings of `explains` on other ranks.

@@ -3,7 +3,7 @@
 
 use coroner_logs::{is_host_name, line_host, line_time, nccl_process, strip_rank_prefix};
 use coroner_model::{
-    inert, inert_capped, Context, Evidence, Finding, Location, Printer, Traceback,
+    inert, inert_capped, Context, Curve, Evidence, Finding, Location, Printer, Traceback,
 };
 use coroner_rules::{Match, RuleSet};
 use std::collections::{BinaryHeap, HashMap};
@@ -42,6 +42,7 @@ struct Entry {
     captures: Vec<(String, String)>,
     traceback: Option<Traceback>,
     printed_by: Option<Printer>,
+    curve: Option<Curve>,
 }
 
 /// Where a finding sorts in the report: the position of its input, then
@@ -147,6 +148,40 @@ impl FindingTable {
             for exception in exceptions {
                 exception.line = to(exception.line);
             }
+        }
+    }
+
+    /// Gives the findings scanned from text coroner wrote, one line per
+    /// item (trend sentences), what the items stand for: a finding whose
+    /// first match was on line k is placed at `line_of(k)`, its evidence
+    /// becomes `evidence_of` of the lines its matches were on, and it gets
+    /// the curve `curve_of(k)`.
+    pub(crate) fn stand_for(
+        &mut self,
+        line_of: impl Fn(u64) -> u64,
+        evidence_of: impl Fn(u64) -> Vec<Evidence>,
+        curve_of: impl Fn(u64) -> Option<Curve>,
+    ) {
+        for e in &mut self.entries {
+            let mut evidence: Vec<Evidence> = e
+                .evidence
+                .iter()
+                .flat_map(|ev| evidence_of(ev.line))
+                .collect();
+            evidence.sort_by_key(|ev| ev.line);
+            evidence.dedup_by_key(|ev| ev.line);
+            evidence.truncate(MAX_EVIDENCE);
+            e.curve = curve_of(e.first.line);
+            e.evidence = evidence;
+        }
+        let evidence: Vec<Vec<Evidence>> = self
+            .entries
+            .iter_mut()
+            .map(|e| std::mem::take(&mut e.evidence))
+            .collect();
+        self.remap_lines(line_of);
+        for (e, evidence) in self.entries.iter_mut().zip(evidence) {
+            e.evidence = evidence;
         }
     }
 
@@ -299,6 +334,7 @@ impl FindingTable {
                         .map(|(k, v)| (k.clone(), inert_capped(v, MAX_CAPTURE_CHARS)))
                         .collect(),
                     traceback: None,
+                    curve: None,
                     printed_by: nccl_process(unprefixed).map(|p| Printer {
                         pid: p.pid,
                         device: p.device,
@@ -468,6 +504,7 @@ impl Entry {
             references: rule.references.clone(),
             explained_by: None,
             traceback: self.traceback,
+            curve: self.curve,
             printed_by: self.printed_by,
         })
     }

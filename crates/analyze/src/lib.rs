@@ -160,6 +160,9 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     cascade::drop_superseded(&mut findings, rules);
     devices::rank_from_world_communicator(&mut findings);
     devices::attribute_ranks(&mut findings);
+    processes::join_launcher_accounts(&mut findings, &|id| {
+        rules.get(id).is_some_and(|r| r.first_failure)
+    });
     processes::apply(&mut findings, &inputs);
     devices::rank_from_nccl_process(&mut findings);
     hosts::attribute_hosts(&mut findings);

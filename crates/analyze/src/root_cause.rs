@@ -11,8 +11,9 @@
 //! architecture) and nothing of error severity was found; context and
 //! other warnings never are: with nothing else, the answer is `unknown`.
 //! The answer's confidence is high for a specific cause alone at its
-//! severity, medium for a generic or contested one, low for an echo or a
-//! warning.
+//! severity, medium for a generic or contested one or for a presumed
+//! reading that no input records (a SIGKILL read as the OOM killer's),
+//! low for an echo or a warning.
 
 use coroner_model::{
     Action, Category, Confidence, Finding, InputSummary, Role, RootCause, Severity,
@@ -30,6 +31,8 @@ pub struct Standing {
     /// A launcher's account of which rank failed first: its rank is the
     /// root cause's when their categories agree.
     pub first_failure: bool,
+    /// Its category is the usual reading of the line, not a record of it.
+    pub presumed: bool,
 }
 
 impl Standing {
@@ -40,6 +43,7 @@ impl Standing {
             sole_sign: r.sole_sign,
             generic: r.generic,
             first_failure: r.first_failure,
+            presumed: r.presumed,
         })
     }
 }
@@ -86,6 +90,12 @@ pub fn choose(
         Named::Cause => Confidence::High,
         Named::Echo => Confidence::Low,
         Named::SoleSign => Confidence::Low,
+    };
+    let presumed = is_unconfirmed(&findings, at, standing);
+    let confidence = if presumed {
+        confidence.min(Confidence::Medium)
+    } else {
+        confidence
     };
     let is_symptom = named == Named::Echo;
     let primary = findings.remove(at);
@@ -158,6 +168,11 @@ pub fn choose(
     if named == Named::SoleSign {
         summary.push_str(
             " No failure of error severity was found: this warning is the only sign of what went wrong, so the job may have died of something the inputs do not show.",
+        );
+    }
+    if presumed {
+        summary.push_str(
+            " That is the usual reading of the sign, not a record of it: no input confirms it.",
         );
     }
     if is_symptom {
@@ -322,6 +337,19 @@ fn is_ambiguous(findings: &[Finding], at: usize, is_generic: &dyn Fn(&Finding) -
                 && !is_generic(f)
                 && f.explained_by.as_deref() != Some(chosen.rule.as_str())
         })
+}
+
+/// Whether the finding at `at` is a presumed reading (a SIGKILL read as
+/// the OOM killer's) that no other finding of its category records.
+fn is_unconfirmed(findings: &[Finding], at: usize, standing: &dyn Fn(&str) -> Standing) -> bool {
+    let Some(chosen) = findings.get(at) else {
+        return false;
+    };
+    standing(&chosen.rule).presumed
+        && !findings
+            .iter()
+            .enumerate()
+            .any(|(i, f)| i != at && f.category == chosen.category && !standing(&f.rule).presumed)
 }
 
 /// With no rank named anywhere, the one rank a launcher reports as failed
@@ -669,5 +697,36 @@ mod tests {
         // Without the mark the root cause keeps its own line's rank.
         let (root, _) = choose(findings(), &[], &|_| Standing::default());
         assert_eq!(root.rank, Some(1));
+    }
+
+    #[test]
+    fn a_presumed_reading_is_medium_until_a_record_confirms_it() {
+        let kill = finding(
+            "kill",
+            Category::HostOom,
+            Severity::Critical,
+            Role::Cause,
+            3,
+        );
+        let echo = finding("echo", Category::HostOom, Severity::Error, Role::Symptom, 5);
+        let record = finding("record", Category::HostOom, Severity::Error, Role::Cause, 9);
+        let presumed = |id: &str| Standing {
+            presumed: id == "kill" || id == "echo",
+            ..Standing::default()
+        };
+        let (root, _) = choose(vec![kill.clone(), echo.clone()], &[], &presumed);
+        assert_eq!(root.rule.as_deref(), Some("kill"));
+        assert_eq!(root.confidence, Some(Confidence::Medium));
+        assert!(
+            root.summary.contains("not a record of it"),
+            "{}",
+            root.summary
+        );
+        let (root, _) = choose(vec![kill.clone(), echo, record], &[], &presumed);
+        assert_eq!(root.rule.as_deref(), Some("kill"));
+        assert_eq!(root.confidence, Some(Confidence::High));
+        assert!(!root.summary.contains("not a record"), "{}", root.summary);
+        let (root, _) = choose(vec![kill], &[], &|_| Standing::default());
+        assert_eq!(root.confidence, Some(Confidence::High));
     }
 }

@@ -36,6 +36,7 @@ pub(crate) fn finding(
         references: Default::default(),
         explained_by: None,
         traceback: None,
+        curve: None,
         printed_by: None,
     }
 }

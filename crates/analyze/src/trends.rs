@@ -5,13 +5,15 @@
 //! (`trend: memory allocated grows 16.0 MiB per step over 417 steps ...`).
 //! As with core dumps, rules limited to the `metric-trends` kind match those
 //! sentences, so what a trend means stays in `rules/`. The findings point at
-//! the log line where the trend is decided, and carry the rank.
+//! the log line where the trend is decided, carry the rank and the curve of
+//! the metric, and their evidence is the log's own lines (the first and
+//! last metric lines, the first non-finite value), never the sentence.
 
 use crate::findings::FindingTable;
 use crate::scan::scan_text;
 use coroner_ingest::Input;
 use coroner_metrics::{MetricCollector, Trend};
-use coroner_model::{InputKind, InputSummary};
+use coroner_model::{inert_capped, Curve, CurvePoint, Evidence, InputKind, InputSummary};
 use coroner_rules::RuleSet;
 use std::fmt::Write;
 
@@ -37,15 +39,51 @@ pub(crate) fn scan_trends(
         &mut own,
         &mut summary,
     );
-    // Line k of the trend text stands for the log line where trend k is
-    // decided.
-    own.remap_lines(|k| {
+    // Line k of the trend text stands for trend k: decided at its line,
+    // shown by its evidence lines.
+    let trend = |k: u64| {
         usize::try_from(k.saturating_sub(1))
             .ok()
             .and_then(|i| trends.get(i))
-            .map_or(k, |t| t.line)
-    });
+    };
+    own.stand_for(
+        |k| trend(k).map_or(k, |t| t.line),
+        |k| {
+            trend(k)
+                .map(|t| evidence(&input.display, t))
+                .unwrap_or_default()
+        },
+        |k| trend(k).and_then(|t| t.curve.as_ref()).map(curve),
+    );
     table.merge(own);
+}
+
+/// The log lines that show trend `t`, as evidence from `input`.
+fn evidence(input: &str, t: &Trend) -> Vec<Evidence> {
+    t.evidence
+        .iter()
+        .map(|kept| Evidence {
+            input: input.to_owned(),
+            line: kept.line,
+            text: inert_capped(&kept.text, crate::findings::MAX_EVIDENCE_CHARS),
+            context: None,
+        })
+        .collect()
+}
+
+fn curve(c: &coroner_metrics::Curve) -> Curve {
+    Curve {
+        metric: c.metric.clone(),
+        unit: c.unit.to_owned(),
+        points: c
+            .points
+            .iter()
+            .map(|p| CurvePoint {
+                step: p.step,
+                value: p.value,
+            })
+            .collect(),
+    }
 }
 
 /// One line per trend, with the launcher's rank prefix when the rank is

@@ -24,7 +24,7 @@ use std::cmp::Ordering;
 use std::sync::OnceLock;
 
 /// `knowledge/cuda-drivers.toml`.
-const CUDA_DRIVERS: &str = include_str!("../../../knowledge/cuda-drivers.toml");
+const CUDA_DRIVERS: &str = include_str!("../knowledge/cuda-drivers.toml");
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

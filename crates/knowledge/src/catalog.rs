@@ -4,7 +4,7 @@
 use crate::tables::TableError;
 use coroner_model::ActionKind;
 
-const CATALOG: &str = include_str!("../../../knowledge/xid-catalog.tsv");
+const CATALOG: &str = include_str!("../knowledge/xid-catalog.tsv");
 
 /// One row of the catalog.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,8 @@
 //!
 //! One rule per category: `cuda-error-<category>` matches the runtime and
 //! driver names, `CUDA error: <message>` and `CUDA error <number>` forms,
-//! glog's `Check failed: error == cudaSuccess (<number> vs. 0) <message>`,
+//! glog's `Check failed: error == cudaSuccess (<number> vs. 0) <message>`
+//! (mshadow's with `Name: <kernel> ErrStr:` before the message),
 //! THC's `THCudaCheck FAIL ... error=<number> : <message>`, Caffe2's
 //! `error == cudaSuccess. <number> vs 0. Error at: <file>: <message>`,
 //! Triton's `Triton Error [CUDA]: <message>`,
@@ -148,9 +149,11 @@ fn cuda_rule(
         // plugins): `Check failed: error == cudaSuccess (2 vs. 0)  out of
         // memory`. The number is left open: runtimes before CUDA 10.1
         // numbered the codes otherwise (8 for `invalid device function`),
-        // and the message says which error it is.
+        // and the message says which error it is. mshadow (MXNet) names
+        // the kernel first: `(8 vs. 0) Name: MapPlanKernel ErrStr:invalid
+        // device function`.
         format!(
-            r"== cudaSuccess \( *\d+ vs\. 0 *\) *(?P<what>{})",
+            r"== cudaSuccess \( *\d+ vs\. 0 *\) *(?:Name: \S+ ErrStr: ?)?(?P<what>{})",
             alternation(&messages)
         ),
         // PyTorch before 1.0 (THC): `THCudaCheck FAIL file=<f> line=<n>

@@ -6,13 +6,13 @@ use coroner_model::{ActionKind, Category, Severity};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-const CUDA_TABLE: &str = include_str!("../../../knowledge/cuda_error_table.tsv");
-const CUDA_NOTES: &str = include_str!("../../../knowledge/cuda-errors.toml");
-const XIDS: &str = include_str!("../../../knowledge/xid.toml");
-const NCCL: &str = include_str!("../../../knowledge/nccl-results.toml");
-const SIGNALS: &str = include_str!("../../../knowledge/signals.toml");
-const CUBLAS: &str = include_str!("../../../knowledge/cublas-status.toml");
-const CUDNN: &str = include_str!("../../../knowledge/cudnn-status.toml");
+const CUDA_TABLE: &str = include_str!("../knowledge/cuda_error_table.tsv");
+const CUDA_NOTES: &str = include_str!("../knowledge/cuda-errors.toml");
+const XIDS: &str = include_str!("../knowledge/xid.toml");
+const NCCL: &str = include_str!("../knowledge/nccl-results.toml");
+const SIGNALS: &str = include_str!("../knowledge/signals.toml");
+const CUBLAS: &str = include_str!("../knowledge/cublas-status.toml");
+const CUDNN: &str = include_str!("../knowledge/cudnn-status.toml");
 
 /// Every table, loaded.
 #[derive(Debug, Clone)]

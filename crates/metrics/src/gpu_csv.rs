@@ -21,6 +21,7 @@ use memchr::memmem;
 use crate::format;
 use crate::series::{self, Sample, Series};
 use crate::trends::{median, Found};
+use crate::Curve;
 
 /// The most GPUs kept per input; rows of further GPUs are ignored.
 const MAX_GPUS: usize = 64;
@@ -228,8 +229,12 @@ impl GpuCsv {
     /// `trend: GPU 0 utilisation is 0% (median of 84 samples, at most 1%,
     /// while up to 915.0 MiB of its memory was in use, from 2026/11/29
     /// 20:39:34.096 to 2026/11/29 20:40:14.643)`, per idle GPU.
-    pub(crate) fn trends(&self) -> impl Iterator<Item = Found> + '_ {
-        self.gpus.iter().filter_map(Gpu::idle)
+    /// Each idle GPU's trend, with its utilisation curve.
+    pub(crate) fn trends(&self) -> impl Iterator<Item = (Found, Curve)> + '_ {
+        self.gpus.iter().filter_map(|gpu| {
+            let found = gpu.idle()?;
+            Some((found, gpu.busy.curve("GPU utilisation", "%")))
+        })
     }
 }
 
@@ -384,7 +389,7 @@ mod tests {
         for (i, line) in lines.iter().enumerate() {
             csv.line(line.as_bytes(), i as u64 + 1);
         }
-        csv.trends().map(|f| f.text).collect()
+        csv.trends().map(|(f, _)| f.text).collect()
     }
 
     /// A header, `idle` rows of no process, `busy` rows at `util` %, then
@@ -506,7 +511,7 @@ mod tests {
         }
         // The second part has no header: its rows are not read.
         first.absorb(second, 30);
-        let got: Vec<Found> = first.trends().collect();
+        let got: Vec<Found> = first.trends().map(|(f, _)| f).collect();
         assert!(got[0].text.contains("median of 27 samples"), "{got:?}");
         assert_eq!(got[0].line, 30);
 
@@ -521,7 +526,7 @@ mod tests {
         }
         assert_eq!(first.trends().count(), 0);
         first.absorb(second, 16);
-        let got: Vec<Found> = first.trends().collect();
+        let got: Vec<Found> = first.trends().map(|(f, _)| f).collect();
         assert!(got[0].text.contains("median of 30 samples"), "{got:?}");
         assert_eq!(got[0].line, 32);
     }

@@ -146,6 +146,8 @@ pub struct MetricCollector {
     ranks: Vec<RankSeries>,
     key_words: KeyWords,
     gpu_csv: gpu_csv::GpuCsv,
+    /// The GPU monitoring csv's rows kept as evidence.
+    csv_rows: Ends,
 }
 
 /// A trend read from a metric's series.
@@ -157,6 +159,61 @@ pub struct Trend {
     pub line: u64,
     /// One sentence, in a fixed form that rules match (see the crate docs).
     pub text: String,
+    /// The input's lines that show it, in order: the rank's first and last
+    /// metric lines (the GPU monitoring csv's first and last rows), and
+    /// the first line with a non-finite value when the trend is decided
+    /// there.
+    pub evidence: Vec<KeptLine>,
+    /// The series behind it, thinned to at most [`CURVE_POINTS`] points.
+    pub curve: Option<Curve>,
+}
+
+/// A line of the input, kept as evidence: its 1-based number and its text
+/// (at most [`KEPT_BYTES`] bytes of it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptLine {
+    pub line: u64,
+    pub text: String,
+}
+
+/// The most bytes of a line kept as evidence.
+pub const KEPT_BYTES: usize = 512;
+/// The most points of a [`Curve`].
+pub const CURVE_POINTS: usize = 64;
+
+/// The values of one metric over the steps, thinned evenly (the first and
+/// the last always kept); a non-finite value is `None`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Curve {
+    /// The metric's name, as trend sentences write it (`loss`, `memory
+    /// allocated`, `loss scale`, `samples/s`, `GPU utilisation`).
+    pub metric: String,
+    /// The unit of the values: `bytes`, `s`, `%`, or empty.
+    pub unit: &'static str,
+    pub points: Vec<Point>,
+}
+
+/// One point of a [`Curve`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub step: u64,
+    pub value: Option<f64>,
+}
+
+impl KeptLine {
+    fn of(line: &[u8], number: u64) -> Self {
+        KeptLine {
+            line: number,
+            text: String::from_utf8_lossy(line.get(..KEPT_BYTES).unwrap_or(line)).into_owned(),
+        }
+    }
+
+    fn shifted(self, by: u64) -> Self {
+        KeptLine {
+            line: self.line.saturating_add(by),
+            ..self
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -180,6 +237,58 @@ struct RankSeries {
     /// Metric lines seen: the x axis of lines that name no step.
     lines: u64,
     tracks: [Option<Track>; METRICS],
+    /// The rank's metric lines kept as evidence.
+    kept: Ends,
+}
+
+/// The first and last of a run of lines, and the first holding a
+/// non-finite value: the lines a trend's evidence is taken from. The last
+/// is overwritten in place, so keeping it costs a copy of each line.
+#[derive(Debug, Default)]
+struct Ends {
+    first: Option<KeptLine>,
+    last: Option<(u64, Vec<u8>)>,
+    first_bad: Option<KeptLine>,
+}
+
+impl Ends {
+    fn see(&mut self, line: &[u8], number: u64, bad: bool) {
+        if self.first.is_none() {
+            self.first = Some(KeptLine::of(line, number));
+        }
+        if bad && self.first_bad.is_none() {
+            self.first_bad = Some(KeptLine::of(line, number));
+        }
+        let (at, text) = self.last.get_or_insert_with(Default::default);
+        *at = number;
+        text.clear();
+        text.extend_from_slice(line.get(..KEPT_BYTES).unwrap_or(line));
+    }
+
+    fn absorb(&mut self, later: Ends, shift: u64) {
+        if self.first.is_none() {
+            self.first = later.first.map(|k| k.shifted(shift));
+        }
+        if self.first_bad.is_none() {
+            self.first_bad = later.first_bad.map(|k| k.shifted(shift));
+        }
+        if let Some((at, text)) = later.last {
+            self.last = Some((at.saturating_add(shift), text));
+        }
+    }
+
+    /// The lines that show a trend decided at `line`.
+    fn evidence(&self, line: u64) -> Vec<KeptLine> {
+        let last = self.last.as_ref().map(|(at, text)| KeptLine::of(text, *at));
+        let bad = self.first_bad.clone().filter(|k| k.line == line);
+        let mut out: Vec<KeptLine> = [self.first.clone(), bad, last]
+            .into_iter()
+            .flatten()
+            .collect();
+        out.sort_by_key(|k| k.line);
+        out.dedup_by_key(|k| k.line);
+        out
+    }
 }
 
 impl MetricCollector {
@@ -192,13 +301,14 @@ impl MetricCollector {
     /// rank it belongs to if known.
     pub fn line(&mut self, line: &[u8], number: u64, rank: Option<u32>) {
         if self.gpu_csv.row(line, number) {
+            self.csv_rows.see(line, number, false);
             return;
         }
         if !self.key_words.any_in(line) || self.gpu_csv.header(line) {
             return;
         }
 
-        let Some(reading) = read_segments(line) else {
+        let Some((segment, reading)) = read_segments(line) else {
             return;
         };
         let Some((position, state)) = self.rank(rank) else {
@@ -206,6 +316,8 @@ impl MetricCollector {
         };
         let capacity = series::capacity_at(position, FULL_RANKS);
         state.lines += 1;
+        let bad = reading.iter().any(|(_, value)| !value.is_finite());
+        state.kept.see(segment, number, bad);
         let step = reading.step.unwrap_or(state.lines);
         for (metric, value) in reading.iter() {
             if let Some(track) = state.tracks.get_mut(metric.index()) {
@@ -224,20 +336,25 @@ impl MetricCollector {
     pub fn trends(&self) -> Vec<Trend> {
         let mut out = Vec::new();
         for state in &self.ranks {
-            let mut push = |found: Option<trends::Found>| {
+            let track = |m: Metric| state.tracks.get(m.index()).and_then(Option::as_ref);
+            let mut push = |found: Option<trends::Found>, metric: Metric| {
                 if let Some(found) = found {
                     out.push(Trend {
                         rank: state.rank,
+                        evidence: state.kept.evidence(found.line),
+                        curve: track(metric).map(|t| t.series.curve(metric.name(), metric.unit())),
                         line: found.line,
                         text: found.text,
                     });
                 }
             };
-            let track = |m: Metric| state.tracks.get(m.index()).and_then(Option::as_ref);
             for metric in [Metric::Loss, Metric::GradNorm] {
-                push(track(metric).and_then(|t| t.finite.trend(metric)));
+                push(track(metric).and_then(|t| t.finite.trend(metric)), metric);
             }
-            push(track(Metric::LossScale).and_then(|t| t.fall.trend(Metric::LossScale)));
+            push(
+                track(Metric::LossScale).and_then(|t| t.fall.trend(Metric::LossScale)),
+                Metric::LossScale,
+            );
             let memory = [Metric::MemAllocated, Metric::MemReserved]
                 .into_iter()
                 .find_map(|m| track(m).map(|t| (m, t)));
@@ -245,18 +362,26 @@ impl MetricCollector {
                 let limit = track(Metric::MemTotal)
                     .and_then(|t| t.series.last())
                     .map(|s| s.value);
-                push(trends::growth(metric, &t.series, limit));
+                push(trends::growth(metric, &t.series, limit), metric);
             }
             for metric in Metric::ALL.into_iter().filter(|m| m.is_throughput()) {
-                push(track(metric).and_then(|t| trends::throughput(metric, &t.series)));
+                push(
+                    track(metric).and_then(|t| trends::throughput(metric, &t.series)),
+                    metric,
+                );
             }
             if let (Some(step), Some(data)) = (track(Metric::StepTime), track(Metric::DataTime)) {
-                push(trends::data_wait(&step.series, &data.series));
+                push(
+                    trends::data_wait(&step.series, &data.series),
+                    Metric::DataTime,
+                );
             }
         }
         // A GPU index is not a rank: the sentence names the GPU.
-        out.extend(self.gpu_csv.trends().map(|found| Trend {
+        out.extend(self.gpu_csv.trends().map(|(found, curve)| Trend {
             rank: None,
+            evidence: self.csv_rows.evidence(found.line),
+            curve: Some(curve),
             line: found.line,
             text: found.text,
         }));
@@ -276,11 +401,13 @@ impl MetricCollector {
     /// header in the first part, so the GPU series cover that part only.
     pub fn absorb(&mut self, later: MetricCollector, line_shift: u64) {
         self.gpu_csv.absorb(later.gpu_csv, line_shift);
+        self.csv_rows.absorb(later.csv_rows, line_shift);
         for state in later.ranks {
             let Some((_, mine)) = self.rank(state.rank) else {
                 continue;
             };
             mine.lines = mine.lines.saturating_add(state.lines);
+            mine.kept.absorb(state.kept, line_shift);
             for (slot, track) in mine.tracks.iter_mut().zip(state.tracks) {
                 let Some(track) = track else {
                     continue;
@@ -304,6 +431,7 @@ impl MetricCollector {
                     rank,
                     lines: 0,
                     tracks: Default::default(),
+                    kept: Ends::default(),
                 });
                 self.ranks.len() - 1
             }
@@ -313,12 +441,14 @@ impl MetricCollector {
     }
 }
 
-/// Reads the last carriage-return segment that holds metrics.
-fn read_segments(line: &[u8]) -> Option<parse::Reading> {
+/// Reads the last carriage-return segment that holds metrics; returns it
+/// with what it holds.
+fn read_segments(line: &[u8]) -> Option<(&[u8], parse::Reading)> {
     if memchr::memchr(b'\r', line).is_none() {
-        return parse::parse(line);
+        return parse::parse(line).map(|r| (line, r));
     }
-    line.rsplit(|&b| b == b'\r').find_map(parse::parse)
+    line.rsplit(|&b| b == b'\r')
+        .find_map(|segment| parse::parse(segment).map(|r| (segment, r)))
 }
 
 #[cfg(test)]
@@ -328,12 +458,14 @@ mod tests {
 
     #[test]
     fn carriage_return_segments() {
-        let r = read_segments(b"step 1 loss 2.0\rstep 2 loss 3.0\r   ").unwrap();
+        let (segment, r) = read_segments(b"step 1 loss 2.0\rstep 2 loss 3.0\r   ").unwrap();
         assert_eq!(r.step, Some(2));
+        assert_eq!(segment, b"step 2 loss 3.0");
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod absorb_tests {
     use super::*;
 
@@ -365,5 +497,44 @@ mod absorb_tests {
         first.absorb(second, 100);
         assert_eq!(first.trends(), whole.trends());
         assert_eq!(whole.trends().len(), 1);
+        // Its evidence is the input's own first and last metric lines.
+        let trend = &whole.trends()[0];
+        let shown: Vec<(u64, &str)> = trend
+            .evidence
+            .iter()
+            .map(|k| (k.line, k.text.as_str()))
+            .collect();
+        let lines = leak_lines(1, 200);
+        assert_eq!(shown, [(1, lines[0].as_str()), (200, lines[199].as_str())]);
+        let curve = trend.curve.as_ref().unwrap();
+        assert_eq!(curve.metric, "memory allocated");
+        assert_eq!(curve.points.len(), CURVE_POINTS);
+        assert_eq!(curve.points.first().map(|p| p.step), Some(1));
+        assert_eq!(curve.points.last().map(|p| p.step), Some(200));
+    }
+
+    #[test]
+    fn a_non_finite_trend_shows_its_first_bad_line() {
+        let mut c = MetricCollector::new();
+        for step in 1..=30u64 {
+            let loss = if step < 20 {
+                format!("{:.2}", 3.0 / step as f64)
+            } else {
+                "nan".to_owned()
+            };
+            c.line(
+                format!("\rstep {step} loss={loss} lr=0.1").as_bytes(),
+                step + 4,
+                Some(3),
+            );
+        }
+        let trends = c.trends();
+        assert_eq!(trends.len(), 1, "{trends:?}");
+        let lines: Vec<u64> = trends[0].evidence.iter().map(|k| k.line).collect();
+        assert_eq!(lines, [5, 24, 34]);
+        // The carriage-return segment the values were read from.
+        assert_eq!(trends[0].evidence[1].text, "step 20 loss=nan lr=0.1");
+        let curve = trends[0].curve.as_ref().unwrap();
+        assert_eq!(curve.points.last().and_then(|p| p.value), None);
     }
 }

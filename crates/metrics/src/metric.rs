@@ -64,6 +64,17 @@ impl Metric {
         }
     }
 
+    /// The unit of its values: bytes for memory, seconds for times.
+    pub(crate) fn unit(self) -> &'static str {
+        if self.is_memory() {
+            "bytes"
+        } else if self.is_time() {
+            "s"
+        } else {
+            ""
+        }
+    }
+
     /// Whether the value is an amount of memory (bytes, needing a size unit).
     pub(crate) fn is_memory(self) -> bool {
         matches!(

@@ -8,6 +8,8 @@
 //! and the one before it (the moment a value went bad is never decimated
 //! away).
 
+use crate::{Curve, Point, CURVE_POINTS};
+
 /// The most samples a series holds (plus the last one, held aside).
 pub(crate) const CAPACITY: usize = 4096;
 /// The least a series may be given (see [`Series::with_capacity`]).
@@ -124,6 +126,32 @@ impl Series {
 
     pub(crate) fn last(&self) -> Option<Sample> {
         self.last.map(|k| k.sample)
+    }
+
+    /// The samples held, thinned evenly to at most [`CURVE_POINTS`] (the
+    /// first and the last kept), as the curve of `metric` in `unit`.
+    pub(crate) fn curve(&self, metric: &str, unit: &'static str) -> Curve {
+        let held: Vec<Sample> = self.samples().collect();
+        let n = held.len();
+        let points = (0..n.min(CURVE_POINTS))
+            .filter_map(|i| {
+                let at = if n <= CURVE_POINTS {
+                    i
+                } else {
+                    i * (n - 1) / (CURVE_POINTS - 1)
+                };
+                held.get(at)
+            })
+            .map(|s| Point {
+                step: s.step,
+                value: s.value.is_finite().then_some(s.value),
+            })
+            .collect();
+        Curve {
+            metric: metric.to_owned(),
+            unit,
+            points,
+        }
     }
 
     /// How many samples are held.

@@ -111,6 +111,11 @@ pub struct Finding {
     /// match, read into its exceptions and frames.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceback: Option<crate::Traceback>,
+    /// The series of a training metric behind a trend finding (growing
+    /// memory, a loss turning non-finite, a collapsing loss scale or
+    /// throughput, an idle GPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub curve: Option<crate::Curve>,
     /// The process that printed the first match, where the line's header
     /// names it (NCCL's `host:pid:tid [device]`): read to tie the finding
     /// to a rank, not reported.

@@ -11,6 +11,7 @@
 mod action;
 mod captures;
 mod category;
+mod curve;
 mod dump;
 mod finding;
 mod report;
@@ -21,6 +22,7 @@ mod traceback;
 pub use action::{Action, ActionKind, UnknownAction};
 pub use captures::Captures;
 pub use category::{Category, UnknownCategory};
+pub use curve::{Curve, CurvePoint};
 pub use dump::{
     Frame, GpuCore, GpuDevice, GpuException, GpuKernel, HostCore, HostThread, MappedModule,
     Process, Signal, SourceLine,

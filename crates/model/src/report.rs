@@ -53,7 +53,8 @@ pub enum Confidence {
     /// the inputs do not show.
     Low,
     /// A generic failure (a plain Python exception), an echo of a failure
-    /// elsewhere, or one of several unrelated causes.
+    /// elsewhere, one of several unrelated causes, or the usual reading of
+    /// a sign that no input records (a SIGKILL read as the OOM killer's).
     Medium,
     /// A specific failure, the only cause of its severity.
     High,

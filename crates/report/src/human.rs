@@ -10,6 +10,7 @@ use crate::{diagnostic, Style};
 use coroner_model::{Category, Finding, Report, Severity};
 use miette::{Diagnostic, LabeledSpan, SourceCode};
 use std::fmt::{self, Write as _};
+use textwrap::core::display_width;
 
 /// Reports of text logs are at most as long as the logs they explain, or
 /// one screen for a shorter log.
@@ -90,7 +91,7 @@ fn render_full(report: &Report, style: Style, compact: bool) -> String {
         .unwrap_or_default();
     let plain = format!("Root cause: {}{rank}{time} {confidence}", root.category);
     // The confidence goes on the line of its own when both do not fit.
-    let gap = if plain.chars().count() > style.width {
+    let gap = if display_width(&plain) > style.width {
         "\n  "
     } else {
         " "
@@ -129,6 +130,17 @@ fn render_full(report: &Report, style: Style, compact: bool) -> String {
             style.width,
         );
     }
+    if let Some(curve) = primary.and_then(|f| f.curve.as_ref()) {
+        if let Some(line) = crate::sparkline::line(curve) {
+            wrap_into(
+                &mut out,
+                &format!("{} {line}", paint.bold("Curve:")),
+                "  ",
+                "    ",
+                style.width,
+            );
+        }
+    }
     if let (Some(finding), true) = (primary, compact) {
         write_compact_evidence(&mut out, finding, root, style);
     } else if let Some(finding) = primary {
@@ -165,7 +177,7 @@ fn render_full(report: &Report, style: Style, compact: bool) -> String {
         );
         for group in &report.unread {
             let head = format!("  {:>5}× ", group.count);
-            let rest = " ".repeat(head.chars().count());
+            let rest = " ".repeat(display_width(&head));
             wrap_into(&mut out, &group.template, &head, &rest, style.width);
             let at = format!("{}:{}", group.first.input, group.first.line);
             wrap_into(
@@ -313,7 +325,7 @@ fn write_secondary_line(out: &mut String, f: &Finding, style: Style) {
     let severity = f.severity.as_str();
     // The location on the same line when it fits, else under it.
     let fits =
-        2 + severity.len() + 1 + head.chars().count() + 2 + at.chars().count() <= style.width;
+        2 + severity.len() + 1 + display_width(&head) + 2 + display_width(&at) <= style.width;
     let sep = if fits {
         "  ".to_owned()
     } else {
@@ -342,6 +354,15 @@ fn write_secondary(out: &mut String, f: &Finding, style: Style) {
         count_and_rank(f)
     );
     wrap_into(out, &f.message, "      ", "      ", style.width);
+    if let Some(line) = f.curve.as_ref().and_then(crate::sparkline::line) {
+        wrap_into(
+            out,
+            &format!("curve: {line}"),
+            "      ",
+            "        ",
+            style.width,
+        );
+    }
     let _ = writeln!(out, "      at {}:{}", f.first_seen.input, f.first_seen.line);
 }
 
@@ -394,47 +415,27 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-/// Word-wraps `text` at `width` columns, the first line after `first`, the
-/// others after `rest`. A word longer than a whole line is split, after a
-/// `,`, `/` or `=` where it can be.
+/// Appends `text` wrapped to `width` display columns (wide characters
+/// count two): its first line after `first`, the others after `rest`; runs
+/// of whitespace become one space and a word longer than a line is broken.
 pub(crate) fn wrap_into(out: &mut String, text: &str, first: &str, rest: &str, width: usize) {
-    let room = width.saturating_sub(rest.chars().count()).max(10);
-    let mut line = String::from(first);
-    let mut empty = true;
-    for word in text.split_whitespace().flat_map(|w| split_long(w, room)) {
-        if !empty && line.chars().count() + 1 + word.chars().count() > width {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = String::from(rest);
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line.push_str(word);
-        empty = false;
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if words.is_empty() {
+        out.push_str(first.trim_end());
+        out.push('\n');
+        return;
     }
-    out.push_str(line.trim_end());
-    out.push('\n');
-}
-
-/// Pieces of `word` of at most `max` characters. Each piece costs the
-/// characters it holds, so a long word is split in linear time.
-fn split_long(word: &str, max: usize) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let mut rest = word;
-    // The byte offset of character `max`: none when the rest fits.
-    while let Some((hard, _)) = rest.char_indices().nth(max) {
-        let cut = rest[..hard]
-            .rfind([',', '/', '='])
-            .map(|i| i + 1)
-            .filter(|&i| i > max / 3)
-            .unwrap_or(hard);
-        pieces.push(&rest[..cut]);
-        rest = &rest[cut..];
+    let width = width.max(textwrap::core::display_width(rest) + 10);
+    let options = textwrap::Options::new(width)
+        .initial_indent(first)
+        .subsequent_indent(rest)
+        .word_separator(textwrap::WordSeparator::AsciiSpace)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation)
+        .break_words(true);
+    for line in textwrap::wrap(&words, options) {
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
-    pieces.push(rest);
-    pieces
 }
 
 /// ANSI styling, or none.
@@ -550,10 +551,24 @@ mod tests {
     }
 
     #[test]
-    fn long_words_are_split_at_punctuation() {
+    fn long_words_are_broken_to_the_width() {
         let mut out = String::new();
         wrap_into(&mut out, "set A=aaaa,bbbb,cccc now", "", "", 12);
         assert_eq!(out, "set\nA=aaaa,bbbb,\ncccc now\n");
+    }
+
+    #[test]
+    fn wide_characters_count_two_columns() {
+        let mut out = String::new();
+        let text = "RuntimeError: 显存不足，尝试分配 2.00 GiB 失败 请减小批大小或者使用梯度累积";
+        wrap_into(&mut out, text, "  ", "  ", 24);
+        for line in out.lines() {
+            assert!(display_width(line) <= 24, "{line:?} in {out}");
+        }
+        assert_eq!(
+            out.split_whitespace().collect::<String>(),
+            text.split_whitespace().collect::<String>()
+        );
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod junit;
 pub mod markdown;
 pub mod sarif;
 mod snippet;
+mod sparkline;
 mod traceback_section;
 
 use coroner_model::{ActionKind, Category, Finding, Report, RootCause};

@@ -1,6 +1,7 @@
 //! A Markdown summary for `$GITHUB_STEP_SUMMARY` and merge-request
 //! comments: the root cause as the heading, its summary, the evidence in a
-//! fenced block (`file:line: text`), the Python traceback it ends (folded),
+//! fenced block (`file:line: text`), the curve of a trend's metric as a
+//! sparkline, the Python traceback it ends (folded),
 //! what to do as a numbered list, then a table of the other findings.
 
 use crate::{one_line, root_finding};
@@ -46,6 +47,12 @@ pub fn render(report: &Report) -> String {
         );
     }
     let _ = writeln!(out, "{}\n", inline(&root.summary));
+    if let Some(line) = primary
+        .and_then(|f| f.curve.as_ref())
+        .and_then(crate::sparkline::line)
+    {
+        let _ = writeln!(out, "**Curve** {}\n", code_span(&line));
+    }
     if !root.evidence.is_empty() {
         let lines: Vec<String> = root
             .evidence

@@ -52,6 +52,9 @@ pub struct Rule {
     /// It reads a launcher's account of which rank failed first: its rank
     /// is the root cause's when their categories agree.
     pub first_failure: bool,
+    /// Its category is the usual reading of the line, not a record of it:
+    /// as root cause, unconfirmed, it has medium confidence at most.
+    pub presumed: bool,
     /// Its match counts only within the last this many lines of its input.
     pub tail_lines: Option<u64>,
     /// What to do with the job and the node after this failure: the
@@ -745,6 +748,7 @@ pub fn parse_rule_with(
         sole_sign: file.sole_sign,
         generic: file.generic,
         first_failure: file.first_failure,
+        presumed: file.presumed,
         tail_lines: file.tail_lines,
         action: action.unwrap_or_else(|| category.default_action()),
         source: path.to_owned(),

@@ -50,6 +50,12 @@ pub struct RuleFile {
     /// root cause is of its category, its rank is the root cause's.
     #[serde(default)]
     pub first_failure: bool,
+    /// The category is the usual reading of what the line shows, not a
+    /// record of it (a SIGKILL read as the OOM killer's): as root cause it
+    /// has medium confidence at most unless another finding of the same
+    /// category confirms it.
+    #[serde(default)]
+    pub presumed: bool,
     /// The match counts only when its last line is among the last this
     /// many lines of its input: a log that stops at this step (a job that
     /// hung there).
