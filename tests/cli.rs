@@ -285,6 +285,14 @@ fn rules_list_and_show() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("id = \"torch-cuda-out-of-memory\""));
     let out = run(&["rules", "show", "cuda-out-of"], None);
     assert_eq!(out.status.code(), Some(2));
+    // A typo gets the rule it meant.
+    let out = run(&["rules", "show", "torch-cuda-out-of-memroy"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("did you mean: torch-cuda-out-of-memory"),
+        "{err}"
+    );
 }
 
 /// A large log crosses many read blocks: the lines between hits are only

@@ -72,13 +72,7 @@ fn show(id: &str, args: &RuleArgs) -> ExitCode {
             finish(output::print(&text), ExitCode::Clean)
         }
         None => {
-            let mut near: Vec<&str> = set
-                .rules()
-                .iter()
-                .map(|r| r.id.as_str())
-                .filter(|r| r.contains(id) || id.contains(*r))
-                .collect();
-            near.truncate(5);
+            let near = near_ids(&set, id);
             let hint = if near.is_empty() {
                 String::new()
             } else {
@@ -88,6 +82,26 @@ fn show(id: &str, args: &RuleArgs) -> ExitCode {
             ExitCode::ToolError
         }
     }
+}
+
+/// Up to five rule ids like `id`: those holding it or held by it, then the
+/// closest by Jaro-Winkler similarity (a typo, another word order).
+fn near_ids<'a>(set: &'a RuleSet, id: &str) -> Vec<&'a str> {
+    let mut scored: Vec<(f64, &str)> = set
+        .rules()
+        .iter()
+        .map(|r| r.id.as_str())
+        .filter_map(|r| {
+            let score = if r.contains(id) || id.contains(r) {
+                2.0
+            } else {
+                strsim::jaro_winkler(id, r)
+            };
+            (score >= 0.9).then_some((score, r))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored.into_iter().take(5).map(|(_, r)| r).collect()
 }
 
 fn test(dir: Option<&Path>, no_builtin: bool) -> ExitCode {

@@ -2,7 +2,7 @@ use nom::branch::alt;
 use nom::bytes::complete::{tag, take_while1, take_while_m_n};
 use nom::character::complete::{char, digit1, one_of};
 use nom::combinator::{map_res, opt, peek, recognize};
-use nom::sequence::{delimited, terminated};
+use nom::sequence::{delimited, preceded, terminated};
 use nom::{IResult, Parser};
 
 /// A line with its launcher prefixes removed.
@@ -204,9 +204,30 @@ fn slurm_label(s: &str) -> Option<(u32, &str)> {
     Some((task, rest))
 }
 
-/// `[rank3] ` at the start of `s`: the rank and what follows the space.
+/// `[rank3] ` or Determined's `[rank=3] ` at the start of `s` (after the
+/// bracketed time Determined's trial logs put first, `[2022-08-03T22:08:09Z]
+/// `, or its empty brackets when the time was cut): the rank and what
+/// follows the space.
 fn own_rank_tag(s: &str) -> Option<(u32, &str)> {
-    let parsed: IResult<&str, u32> = delimited(tag("[rank"), rank_number, tag("] ")).parse(s);
+    let time = terminated(
+        delimited(
+            char('['),
+            take_while_m_n(0, 40, |c: char| {
+                c.is_ascii_digit() || matches!(c, '-' | ':' | '.' | 'T' | 'Z' | '+' | ' ')
+            }),
+            char(']'),
+        ),
+        char(' '),
+    );
+    let parsed: IResult<&str, u32> = preceded(
+        opt(time),
+        delimited(
+            tag("[rank"),
+            preceded(opt(char('=')), rank_number),
+            tag("] "),
+        ),
+    )
+    .parse(s);
     let (rest, rank) = parsed.ok()?;
     Some((rank, rest.trim_start_matches(' ')))
 }
@@ -261,6 +282,24 @@ mod tests {
         );
         let p = strip_rank_prefix("[default0]:[rank0] step 3 loss 0.5");
         assert_eq!((p.rank, p.rest), (Some(0), "step 3 loss 0.5"));
+        // Determined's trial logs, with their time or its empty brackets.
+        for line in [
+            "[rank=2] RuntimeError: CUDA out of memory.",
+            "[2022-08-03T22:08:09.581658Z] [rank=2] RuntimeError: CUDA out of memory.",
+            "[] [rank=2] RuntimeError: CUDA out of memory.",
+        ] {
+            let p = strip_rank_prefix(line);
+            assert_eq!(
+                (p.rank, p.rest),
+                (Some(2), "RuntimeError: CUDA out of memory."),
+                "{line}"
+            );
+        }
+        // A bracket that is not a time, or no rank after it, stays.
+        let p = strip_rank_prefix("[worker] [rank=2] x");
+        assert_eq!((p.rank, p.rest), (None, "[worker] [rank=2] x"));
+        let p = strip_rank_prefix("[2022-08-03] loss 0.5");
+        assert_eq!((p.rank, p.rest), (None, "[2022-08-03] loss 0.5"));
     }
 
     #[test]

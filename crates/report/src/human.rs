@@ -7,6 +7,7 @@
 
 use crate::snippet::Snippet;
 use crate::{diagnostic, Style};
+use anstyle::{AnsiColor, Style as Ansi};
 use coroner_model::{Category, Finding, Report, Severity};
 use miette::{Diagnostic, LabeledSpan, SourceCode};
 use std::fmt::{self, Write as _};
@@ -443,26 +444,28 @@ pub(crate) fn wrap_into(out: &mut String, text: &str, first: &str, rest: &str, w
 struct Paint(bool);
 
 impl Paint {
-    fn bold(self, s: &str) -> String {
+    fn styled(self, style: Ansi, s: &str) -> String {
         if self.0 {
-            format!("\x1b[1m{s}\x1b[0m")
+            format!("{style}{s}{style:#}")
         } else {
             s.to_owned()
         }
     }
 
+    fn bold(self, s: &str) -> String {
+        self.styled(Ansi::new().bold(), s)
+    }
+
     fn severity(self, severity: Option<Severity>, s: &str) -> String {
-        if !self.0 {
-            return s.to_owned();
-        }
-        let code = match severity {
-            Some(Severity::Critical) => "1;35",
-            Some(Severity::Error) => "1;31",
-            Some(Severity::Warning) => "1;33",
-            Some(Severity::Info) => "1;36",
-            None => "1",
+        let color = match severity {
+            Some(Severity::Critical) => Some(AnsiColor::Magenta),
+            Some(Severity::Error) => Some(AnsiColor::Red),
+            Some(Severity::Warning) => Some(AnsiColor::Yellow),
+            Some(Severity::Info) => Some(AnsiColor::Cyan),
+            None => None,
         };
-        format!("\x1b[{code}m{s}\x1b[0m")
+        let style = Ansi::new().bold().fg_color(color.map(Into::into));
+        self.styled(style, s)
     }
 }
 

@@ -294,19 +294,20 @@ fn pascal_case(id: &str) -> String {
         .collect()
 }
 
-/// Percent-encodes a relative path for a URI reference: everything but
-/// RFC 3986 unreserved characters and `/` (a `:` is encoded so that the
-/// first segment is never read as a scheme).
+/// What a path keeps unencoded in a URI reference: RFC 3986's unreserved
+/// characters and `/` (a `:` is encoded so that the first segment is never
+/// read as a scheme).
+const PATH_KEEPS: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
+/// Percent-encodes a relative path for a URI reference (UTF-8 bytes
+/// outside [`PATH_KEEPS`] as `%XX`).
 pub fn encode_path(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    for b in path.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(path, PATH_KEEPS).to_string()
 }
 
 /// An absolute path as a `file:` URI.
