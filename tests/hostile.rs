@@ -1303,7 +1303,7 @@ fn assert_peak_below(peak_kib: Option<u64>, mib: u64, what: &str) {
 /// a tree of its captures: with the debug build, 339 MiB before that and
 /// 197 MiB now. The JSON and the terminal report are written by one run,
 /// so the figures cover both. The time limit is for the debug build on 2
-/// shared cores (the release build: see the README's limits table).
+/// shared cores (the release build: see the limits table in docs/limits.md).
 #[test]
 fn a_hundred_thousand_ranks_out_of_memory_are_one_finding() {
     let dir = Scratch::new("hostile-ranks");
