@@ -162,26 +162,26 @@ impl FindingTable {
         evidence_of: impl Fn(u64) -> Vec<Evidence>,
         curve_of: impl Fn(u64) -> Option<Curve>,
     ) {
-        for e in &mut self.entries {
-            let mut evidence: Vec<Evidence> = e
-                .evidence
-                .iter()
-                .flat_map(|ev| evidence_of(ev.line))
-                .collect();
-            evidence.sort_by_key(|ev| ev.line);
-            evidence.dedup_by_key(|ev| ev.line);
-            evidence.truncate(MAX_EVIDENCE);
-            e.curve = curve_of(e.first.line);
-            e.evidence = evidence;
-        }
-        let evidence: Vec<Vec<Evidence>> = self
+        // Both are looked up by the written text's lines, before they move.
+        let shown: Vec<(Vec<Evidence>, Option<Curve>)> = self
             .entries
-            .iter_mut()
-            .map(|e| std::mem::take(&mut e.evidence))
+            .iter()
+            .map(|e| {
+                let mut evidence: Vec<Evidence> = e
+                    .evidence
+                    .iter()
+                    .flat_map(|ev| evidence_of(ev.line))
+                    .collect();
+                evidence.sort_by_key(|ev| ev.line);
+                evidence.dedup_by_key(|ev| ev.line);
+                evidence.truncate(MAX_EVIDENCE);
+                (evidence, curve_of(e.first.line))
+            })
             .collect();
         self.remap_lines(line_of);
-        for (e, evidence) in self.entries.iter_mut().zip(evidence) {
+        for (e, (evidence, curve)) in self.entries.iter_mut().zip(shown) {
             e.evidence = evidence;
+            e.curve = curve;
         }
     }
 

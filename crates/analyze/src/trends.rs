@@ -13,7 +13,7 @@ use crate::findings::FindingTable;
 use crate::scan::scan_text;
 use coroner_ingest::Input;
 use coroner_metrics::{MetricCollector, Trend};
-use coroner_model::{inert_capped, Curve, CurvePoint, Evidence, InputKind, InputSummary};
+use coroner_model::{inert_capped, Evidence, InputKind, InputSummary};
 use coroner_rules::RuleSet;
 use std::fmt::Write;
 
@@ -53,7 +53,7 @@ pub(crate) fn scan_trends(
                 .map(|t| evidence(&input.display, t))
                 .unwrap_or_default()
         },
-        |k| trend(k).and_then(|t| t.curve.as_ref()).map(curve),
+        |k| trend(k).and_then(|t| t.curve.clone()),
     );
     table.merge(own);
 }
@@ -69,21 +69,6 @@ fn evidence(input: &str, t: &Trend) -> Vec<Evidence> {
             context: None,
         })
         .collect()
-}
-
-fn curve(c: &coroner_metrics::Curve) -> Curve {
-    Curve {
-        metric: c.metric.clone(),
-        unit: c.unit.to_owned(),
-        points: c
-            .points
-            .iter()
-            .map(|p| CurvePoint {
-                step: p.step,
-                value: p.value,
-            })
-            .collect(),
-    }
 }
 
 /// One line per trend, with the launcher's rank prefix when the rank is

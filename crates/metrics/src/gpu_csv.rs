@@ -21,7 +21,7 @@ use memchr::memmem;
 use crate::format;
 use crate::series::{self, Sample, Series};
 use crate::trends::{median, Found};
-use crate::Curve;
+use coroner_model::Curve;
 
 /// The most GPUs kept per input; rows of further GPUs are ignored.
 const MAX_GPUS: usize = 64;

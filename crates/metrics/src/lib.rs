@@ -118,6 +118,7 @@ mod parse;
 mod series;
 mod trends;
 
+use coroner_model::Curve;
 use memchr::memmem;
 
 use metric::{Metric, METRICS};
@@ -180,25 +181,6 @@ pub struct KeptLine {
 pub const KEPT_BYTES: usize = 512;
 /// The most points of a [`Curve`].
 pub const CURVE_POINTS: usize = 64;
-
-/// The values of one metric over the steps, thinned evenly (the first and
-/// the last always kept); a non-finite value is `None`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Curve {
-    /// The metric's name, as trend sentences write it (`loss`, `memory
-    /// allocated`, `loss scale`, `samples/s`, `GPU utilisation`).
-    pub metric: String,
-    /// The unit of the values: `bytes`, `s`, `%`, or empty.
-    pub unit: &'static str,
-    pub points: Vec<Point>,
-}
-
-/// One point of a [`Curve`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Point {
-    pub step: u64,
-    pub value: Option<f64>,
-}
 
 impl KeptLine {
     fn of(line: &[u8], number: u64) -> Self {

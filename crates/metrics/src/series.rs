@@ -8,7 +8,8 @@
 //! and the one before it (the moment a value went bad is never decimated
 //! away).
 
-use crate::{Curve, Point, CURVE_POINTS};
+use crate::CURVE_POINTS;
+use coroner_model::{Curve, CurvePoint};
 
 /// The most samples a series holds (plus the last one, held aside).
 pub(crate) const CAPACITY: usize = 4096;
@@ -142,14 +143,14 @@ impl Series {
                 };
                 held.get(at)
             })
-            .map(|s| Point {
+            .map(|s| CurvePoint {
                 step: s.step,
                 value: s.value.is_finite().then_some(s.value),
             })
             .collect();
         Curve {
             metric: metric.to_owned(),
-            unit,
+            unit: unit.to_owned(),
             points,
         }
     }
