@@ -7,6 +7,7 @@ mod cores;
 mod dumps;
 mod fixtures;
 mod hostile;
+mod html;
 mod inert;
 mod knowledge;
 mod nodes;

@@ -195,7 +195,7 @@ pub struct AnalyzeArgs {
     /// Output format, and where it goes: `FORMAT` to standard output (or
     /// to --output), `FORMAT=FILE` to FILE (repeatable: one to standard
     /// output, any number to files). Formats: human, json, sarif, github,
-    /// markdown, junit, jsonl [default: human].
+    /// markdown, junit, jsonl, html [default: human].
     #[arg(long, value_name = "FORMAT[=FILE]", value_parser = parse_target)]
     pub format: Vec<Target>,
     /// Write the report that would go to standard output to FILE.
@@ -326,6 +326,9 @@ pub enum ReportFormat {
     Junit,
     /// JSON Lines: each finding as soon as it is seen, then the verdict.
     Jsonl,
+    /// One self-contained HTML page: the verdict, a timeline with a lane
+    /// per rank, the curves behind a trend, memory maps and core dumps.
+    Html,
 }
 
 #[derive(Debug, Subcommand)]

@@ -81,6 +81,7 @@ pub(crate) fn read_dump(
         _ => match snapshot::read(&bytes) {
             Ok(snap) => {
                 let text = describe_snapshot(&snapshot::examine(&snap), snap.segments.len());
+                summary.memory = Some(Box::new(snapshot::map(&snap)));
                 scan_sentences(
                     input,
                     input.rank,

@@ -310,6 +310,7 @@ fn render(
         ReportFormat::Markdown => coroner_report::markdown::render(report),
         ReportFormat::Junit => coroner_report::junit::render(report, fail_on),
         ReportFormat::Jsonl => coroner_report::jsonl::verdict(report),
+        ReportFormat::Html => coroner_report::html::render(report),
     }
 }
 

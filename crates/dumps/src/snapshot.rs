@@ -11,7 +11,7 @@
 
 use crate::pickle::{self, Limits, PickleError};
 use crate::tree::Tree;
-use coroner_model::{inert_capped, PyFrame};
+use coroner_model::{inert_capped, MemoryMap, MemoryRun, MemorySegment, PyFrame};
 use std::collections::{BTreeMap, HashMap};
 
 /// Segments, blocks per segment and trace events read at most.
@@ -200,6 +200,66 @@ fn own_frame<T: Tree>(frames: Option<&T>) -> Option<String> {
                 .to_owned();
             format!("{} ({base}:{})", f.function, f.line)
         })
+}
+
+/// The most segments a [`MemoryMap`] keeps (the largest).
+const MAP_SEGMENTS: usize = 256;
+/// The most runs of one segment a [`MemoryMap`] keeps, and of all its
+/// segments together; past either, the rest of a segment's blocks are
+/// folded into its last run.
+const MAP_RUNS: usize = 512;
+const MAP_ALL_RUNS: usize = 4_096;
+
+/// The snapshot's segments as runs of blocks in one state, the largest
+/// [`MAP_SEGMENTS`] segments in the snapshot's order.
+pub fn map(s: &Snapshot) -> MemoryMap {
+    let mut largest: Vec<(usize, &Segment)> = s.segments.iter().enumerate().collect();
+    largest.sort_by_key(|(_, seg)| std::cmp::Reverse(seg.total_size));
+    largest.truncate(MAP_SEGMENTS);
+    largest.sort_unstable_by_key(|(i, _)| *i);
+    let mut runs_left = MAP_ALL_RUNS;
+    let segments = largest
+        .iter()
+        .map(|(_, seg)| {
+            let mut blocks: Vec<&Block> = seg.blocks.iter().collect();
+            blocks.sort_by_key(|b| b.address);
+            let mut runs: Vec<MemoryRun> = Vec::new();
+            for b in blocks {
+                let state = if b.is_free() {
+                    "free"
+                } else if b.is_live() {
+                    "allocated"
+                } else {
+                    "freeing"
+                };
+                let full = runs.len() >= MAP_RUNS.min(runs_left);
+                match runs.last_mut() {
+                    Some(run) if run.state == state || full => {
+                        if run.state != state {
+                            run.state = "mixed".to_owned();
+                        }
+                        run.bytes = run.bytes.saturating_add(b.size);
+                        run.blocks += 1;
+                    }
+                    _ => runs.push(MemoryRun {
+                        state: state.to_owned(),
+                        bytes: b.size,
+                        blocks: 1,
+                    }),
+                }
+            }
+            runs_left = runs_left.saturating_sub(runs.len());
+            MemorySegment {
+                device: seg.device,
+                size: seg.total_size,
+                runs,
+            }
+        })
+        .collect();
+    MemoryMap {
+        segments,
+        segments_omitted: (s.segments.len() - largest.len()) as u64,
+    }
 }
 
 /// What a snapshot says.

@@ -258,15 +258,13 @@ impl Gpu {
             (Some(from), Some(to)) => format!(", from {from} to {to}"),
             _ => String::new(),
         };
-        Some(Found {
-            line: last.line,
-            text: format!(
-                "trend: GPU {name} utilisation is {}% (median of {n} samples, at most {}%, while up to {} of its memory was in use{span})",
-                format::percent(util),
-                format::percent(self.max_util),
-                format::size(self.max_used_mib * format::MIB),
-            ),
-        })
+        let text = format!(
+            "trend: GPU {name} utilisation is {}% (median of {n} samples, at most {}%, while up to {} of its memory was in use{span})",
+            format::percent(util),
+            format::percent(self.max_util),
+            format::size(self.max_used_mib * format::MIB),
+        );
+        Some(Found::new(last.line, text))
     }
 }
 

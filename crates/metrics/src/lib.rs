@@ -324,7 +324,12 @@ impl MetricCollector {
                     out.push(Trend {
                         rank: state.rank,
                         evidence: state.kept.evidence(found.line),
-                        curve: track(metric).map(|t| t.series.curve(metric.name(), metric.unit())),
+                        curve: track(metric).map(|t| {
+                            let mut curve = t.series.curve(metric.name(), metric.unit());
+                            curve.marks.extend(found.mark);
+                            curve.fit = found.fit;
+                            curve
+                        }),
                         line: found.line,
                         text: found.text,
                     });

@@ -152,6 +152,8 @@ impl Series {
             metric: metric.to_owned(),
             unit: unit.to_owned(),
             points,
+            marks: Vec::new(),
+            fit: None,
         }
     }
 

@@ -5,12 +5,36 @@
 use crate::format::{self, MIB};
 use crate::metric::Metric;
 use crate::series::{Sample, Series};
+use coroner_model::{CurveFit, CurveMark};
 
 /// A detector's verdict before the rank is attached.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Found {
     pub line: u64,
     pub text: String,
+    /// The step the trend was decided at, and what happened there.
+    pub mark: Option<CurveMark>,
+    /// The line a growth was judged by.
+    pub fit: Option<CurveFit>,
+}
+
+impl Found {
+    pub(crate) fn new(line: u64, text: String) -> Self {
+        Found {
+            line,
+            text,
+            mark: None,
+            fit: None,
+        }
+    }
+
+    fn marked(mut self, step: u64, label: &str) -> Self {
+        self.mark = Some(CurveMark {
+            step,
+            label: label.to_owned(),
+        });
+        self
+    }
 }
 
 /// Everything kept about one metric of one rank.
@@ -120,10 +144,7 @@ impl FiniteTrack {
                 bad.step,
             ),
         };
-        Some(Found {
-            line: bad.line,
-            text,
-        })
+        Some(Found::new(bad.line, text).marked(bad.step, "first non-finite value"))
     }
 }
 
@@ -188,9 +209,10 @@ impl FallTrack {
             && low.value < peak.value
             && self.halvings_to_low >= 2
             && self.halvings_to_low * 2 > self.pairs_to_low;
-        collapsed.then(|| Found {
-            line: low.line,
-            text: format!(
+        collapsed.then(|| {
+            Found::new(
+                low.line,
+                format!(
                 "trend: {} falls from {} at step {} to {} at step {}, halving on {} of {} steps",
                 metric.name(),
                 format::value(peak.value),
@@ -200,6 +222,8 @@ impl FallTrack {
                 self.halvings,
                 self.pairs,
             ),
+            )
+            .marked(low.step, "lowest loss scale")
         })
     }
 }
@@ -226,7 +250,8 @@ pub(crate) fn growth(metric: Metric, series: &Series, limit: Option<f64>) -> Opt
         return None;
     }
     let finite: Vec<Sample> = series.samples().filter(|s| s.value.is_finite()).collect();
-    let (slope, r2) = fit(&finite)?;
+    let (line, r2) = fit(&finite)?;
+    let slope = line.slope;
     if !(slope > 0.0 && r2 >= GROWTH_MIN_R2) {
         return None;
     }
@@ -248,13 +273,13 @@ pub(crate) fn growth(metric: Metric, series: &Series, limit: Option<f64>) -> Opt
         ));
     }
     Some(Found {
-        line: last.line,
-        text,
+        fit: Some(line),
+        ..Found::new(last.line, text)
     })
 }
 
-/// Least-squares line through (step, value): slope and R².
-fn fit(samples: &[Sample]) -> Option<(f64, f64)> {
+/// Least-squares line through (step, value), and its R².
+fn fit(samples: &[Sample]) -> Option<(CurveFit, f64)> {
     #[allow(clippy::cast_precision_loss)]
     let point = |s: &Sample| (s.step as f64, s.value);
     let (mut n, mut sx, mut sy) = (0.0, 0.0, 0.0);
@@ -279,7 +304,8 @@ fn fit(samples: &[Sample]) -> Option<(f64, f64)> {
     }
     let slope = sxy / sxx;
     let r2 = (sxy * sxy) / (sxx * syy);
-    Some((slope, r2))
+    let intercept = my - slope * mx;
+    Some((CurveFit { slope, intercept }, r2))
 }
 
 // ---------------------------------------------------------------------------
@@ -335,16 +361,14 @@ pub(crate) fn throughput(metric: Metric, series: &Series) -> Option<Found> {
     }
     let change = (after - before) / before * 100.0;
     let unit = metric.name();
-    Some(Found {
-        line: at.line,
-        text: format!(
-            "trend: throughput falls from {} {unit} (median before step {}) to {} {unit} from step {}, {change:.1}%",
-            format::rate(before),
-            at.step,
-            format::rate(after),
-            at.step,
-        ),
-    })
+    let text = format!(
+        "trend: throughput falls from {} {unit} (median before step {}) to {} {unit} from step {}, {change:.1}%",
+        format::rate(before),
+        at.step,
+        format::rate(after),
+        at.step,
+    );
+    Some(Found::new(at.line, text).marked(at.step, "throughput falls"))
 }
 
 // ---------------------------------------------------------------------------
@@ -406,17 +430,15 @@ pub(crate) fn data_wait(step: &Series, data: &Series) -> Option<Found> {
         return None;
     }
     let (first, last) = (late.first()?.0, late.last()?.0);
-    Some(Found {
-        line: last.line,
-        text: format!(
-            "trend: data loading takes {}% of each step (median data time {} s, step time {} s, from step {} to step {})",
-            format::percent(share * 100.0),
-            format::seconds(data_median),
-            format::seconds(step_median),
-            first.step,
-            last.step,
-        ),
-    })
+    let text = format!(
+        "trend: data loading takes {}% of each step (median data time {} s, step time {} s, from step {} to step {})",
+        format::percent(share * 100.0),
+        format::seconds(data_median),
+        format::seconds(step_median),
+        first.step,
+        last.step,
+    );
+    Some(Found::new(last.line, text))
 }
 
 /// The median (the mean of the middle two for an even count).

@@ -245,3 +245,33 @@ pub struct GpuCore {
     /// Problems reading the dump; what could be read is still reported.
     pub warnings: Vec<String>,
 }
+
+/// The segments of a CUDA caching allocator's memory snapshot, as runs of
+/// blocks in one state: enough to draw the map, not to analyse again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryMap {
+    /// The largest segments, in the snapshot's order.
+    pub segments: Vec<MemorySegment>,
+    /// Segments left out (the smallest).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub segments_omitted: u64,
+}
+
+/// One segment: memory the allocator reserved from the driver in one piece.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemorySegment {
+    pub device: i64,
+    pub size: u64,
+    /// Neighbouring blocks in one state, in address order.
+    pub runs: Vec<MemoryRun>,
+}
+
+/// Neighbouring blocks of a segment in one state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryRun {
+    /// `allocated`, `freeing` (freed, waiting for a stream), `free`, or
+    /// `mixed` for the blocks folded into a segment's last run.
+    pub state: String,
+    pub bytes: u64,
+    pub blocks: u64,
+}

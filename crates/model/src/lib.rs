@@ -22,10 +22,10 @@ mod traceback;
 pub use action::{Action, ActionKind, UnknownAction};
 pub use captures::Captures;
 pub use category::{Category, UnknownCategory};
-pub use curve::{Curve, CurvePoint};
+pub use curve::{Curve, CurveFit, CurveMark, CurvePoint};
 pub use dump::{
     Frame, GpuCore, GpuDevice, GpuException, GpuKernel, HostCore, HostThread, MappedModule,
-    Process, Signal, SourceLine,
+    MemoryMap, MemoryRun, MemorySegment, Process, Signal, SourceLine,
 };
 pub use finding::{Context, Evidence, Finding, Location, Printer, RuleText};
 pub use report::{

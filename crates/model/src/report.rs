@@ -1,4 +1,4 @@
-use crate::{Action, Category, Evidence, Finding, GpuCore, HostCore, Severity};
+use crate::{Action, Category, Evidence, Finding, GpuCore, HostCore, MemoryMap, Severity};
 use serde::{Deserialize, Serialize};
 
 /// The name and version of the tool that wrote a report.
@@ -254,6 +254,9 @@ pub struct InputSummary {
     /// What a CUDA GPU core dump says, for a `cuda-gpu-core` input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_core: Option<Box<GpuCore>>,
+    /// The segment map of a memory snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Box<MemoryMap>>,
 }
 
 impl InputSummary {
@@ -270,6 +273,7 @@ impl InputSummary {
             notes: Vec::new(),
             core: None,
             gpu_core: None,
+            memory: None,
         }
     }
 }

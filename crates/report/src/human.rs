@@ -84,7 +84,7 @@ fn render_full(report: &Report, style: Style, compact: bool) -> String {
     let primary = crate::root_finding(report);
     let time = primary
         .and_then(|f| f.first_seen.time.as_deref())
-        .map(|t| format!(" at {}", readable_time(t)))
+        .map(|t| format!(" at {}", crate::readable_time(t)))
         .unwrap_or_default();
     let confidence = root
         .confidence
@@ -228,17 +228,6 @@ fn render_full(report: &Report, style: Style, compact: bool) -> String {
     }));
     write_inputs(&mut out, report, style);
     out
-}
-
-/// `2026-11-29T17:16:18.664318` as `2026-11-29 17:16:18.664`; a time
-/// printed to the second (`.000000`) as `2026-11-29 21:00:10`.
-fn readable_time(time: &str) -> String {
-    let time = time.replacen('T', " ", 1);
-    match time.rsplit_once('.') {
-        Some((seconds, fraction)) if fraction.bytes().all(|b| b == b'0') => seconds.to_owned(),
-        Some((seconds, fraction)) => format!("{seconds}.{}", fraction.get(..3).unwrap_or(fraction)),
-        None => time,
-    }
 }
 
 /// One line announcing a finding as soon as it is seen (following a live

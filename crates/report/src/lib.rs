@@ -20,6 +20,7 @@ mod core_section;
 pub mod diagnostic;
 pub mod explain;
 pub mod github;
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod jsonl;
@@ -214,6 +215,17 @@ pub fn where_seen(f: &Finding) -> String {
 pub fn other_findings(report: &Report) -> &[Finding] {
     let skip = usize::from(root_finding(report).is_some());
     report.findings.get(skip..).unwrap_or_default()
+}
+
+/// `2026-11-29T17:16:18.664318` as `2026-11-29 17:16:18.664`; a time
+/// printed to the second (`.000000`) as `2026-11-29 21:00:10`.
+pub(crate) fn readable_time(time: &str) -> String {
+    let time = time.replacen('T', " ", 1);
+    match time.rsplit_once('.') {
+        Some((seconds, fraction)) if fraction.bytes().all(|b| b == b'0') => seconds.to_owned(),
+        Some((seconds, fraction)) => format!("{seconds}.{}", fraction.get(..3).unwrap_or(fraction)),
+        None => time,
+    }
 }
 
 /// `text` with every run of whitespace (newlines included) made one space.

@@ -60,7 +60,7 @@ fn point(p: &CurvePoint, unit: &str) -> String {
 
 /// `v` written for a reader: sizes in KiB/MiB/GiB, seconds and percentages
 /// with their unit, other numbers with four significant digits.
-fn value(v: f64, unit: &str) -> String {
+pub(crate) fn value(v: f64, unit: &str) -> String {
     match unit {
         "bytes" => {
             const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -109,6 +109,8 @@ mod tests {
         Curve {
             metric: metric.to_owned(),
             unit: unit.to_owned(),
+            marks: Vec::new(),
+            fit: None,
             points: values
                 .iter()
                 .enumerate()
