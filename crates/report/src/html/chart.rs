@@ -30,13 +30,18 @@ pub(super) fn render(finding: &Finding, curve: &Curve) -> Markup {
     if finite.is_empty() {
         (low, high) = (0.0, 1.0);
     }
-    // A curve of positive values is drawn from zero unless that flattens it.
+    // A curve of positive values is drawn from zero unless that flattens
+    // it; a percentage on its whole scale.
     if low > 0.0 && low < high * 0.5 {
         low = 0.0;
+    }
+    if curve.unit == "%" {
+        (low, high) = (low.min(0.0), high.max(100.0));
     }
     if high <= low {
         high = low + low.abs().max(1.0);
     }
+    let (low, high, ticks) = nice_ticks(low, high, &curve.unit);
     let span_steps = (last - first).max(1) as f64;
     let x = |step: u64| {
         LEFT + (step.saturating_sub(first)) as f64 / span_steps * (WIDTH - LEFT - RIGHT)
@@ -69,9 +74,6 @@ pub(super) fn render(finding: &Finding, curve: &Curve) -> Markup {
         let at = |step: u64| f.intercept + f.slope * step as f64;
         (x(first), y(at(first)), x(last), y(at(last)))
     });
-    let ticks: Vec<f64> = (0..=TICKS)
-        .map(|i| low + (high - low) * i as f64 / TICKS as f64)
-        .collect();
     html! {
         figure.figure data-metric=(curve.metric) {
             figcaption { (caption) }
@@ -141,6 +143,59 @@ fn runs(curve: &Curve) -> Vec<Vec<(u64, f64)>> {
     out
 }
 
+/// Round ticks for the range `low`..`high`: a step of 1, 2, 2.5 or 5 times a
+/// power of ten (of the range's binary unit for bytes), about [`TICKS`] of
+/// them, and the range widened to the first and last.
+fn nice_ticks(low: f64, high: f64, unit: &str) -> (f64, f64, Vec<f64>) {
+    let scale = if unit == "bytes" {
+        let mut scale = 1.0;
+        while high.abs().max(low.abs()) / scale >= 1024.0 && scale < 1024f64.powi(4) {
+            scale *= 1024.0;
+        }
+        scale
+    } else {
+        1.0
+    };
+    let raw = (high - low) / scale / TICKS as f64;
+    let power = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * power)
+        * scale;
+    if !(step.is_finite() && step > 0.0) {
+        return (low, high, vec![low, high]);
+    }
+    let first = (low / step).floor() * step;
+    let last = (high / step).ceil() * step;
+    let n = ((last - first) / step).round() as usize;
+    let ticks = (0..=n.min(20)).map(|i| first + step * i as f64).collect();
+    (first, last, ticks)
+}
+
 fn fmt(v: f64) -> String {
     format!("{v:.1}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round() {
+        let (low, high, ticks) = nice_ticks(0.0, 6945.0 * 1024.0 * 1024.0, "bytes");
+        assert_eq!(low, 0.0);
+        assert_eq!(high, 8.0 * 1024.0 * 1024.0 * 1024.0);
+        assert_eq!(ticks.len(), 5);
+        let (_, _, ticks) = nice_ticks(0.0, 100.0, "%");
+        assert_eq!(ticks, vec![0.0, 25.0, 50.0, 75.0, 100.0]);
+        let (low, high, _) = nice_ticks(0.266, 0.277, "s");
+        assert!(
+            (low - 0.265).abs() < 1e-9 && (high - 0.28).abs() < 1e-9,
+            "{low} {high}"
+        );
+        let (low, high, ticks) = nice_ticks(5.0, 5.0, "");
+        assert_eq!((low, high, ticks.len()), (5.0, 5.0, 2));
+    }
 }
