@@ -103,6 +103,42 @@ pub(crate) fn rank_from_nccl_process(findings: &mut [Finding]) {
     }
 }
 
+/// The most ranks one node runs: a job naming more may span nodes.
+const ONE_NODE_RANKS: u32 = 8;
+
+/// Gives a finding without a rank that names its GPU by index (a `gpu`
+/// capture of digits: PyTorch's `GPU 1 has a total capacity of ...`) the
+/// rank of that index, when the incident is a job of several processes on
+/// one node: other findings name ranks (so it is not one process spread
+/// over GPUs, as `device_map="auto"` does), at most [`ONE_NODE_RANKS`] of
+/// them, the index among them, and at most one host. Launchers give a
+/// node's ranks its devices in order (`LOCAL_RANK` is the device index).
+/// GPU 0 is left alone: a process that sees one GPU (a per-rank
+/// `CUDA_VISIBLE_DEVICES`) calls it GPU 0 whatever its rank.
+pub(crate) fn rank_from_device_index(findings: &mut [Finding]) {
+    let hosts: BTreeSet<&str> = findings.iter().filter_map(|f| f.host.as_deref()).collect();
+    if hosts.len() > 1 {
+        return;
+    }
+    let named = findings
+        .iter()
+        .flat_map(|f| f.rank.into_iter().chain(f.ranks.iter().copied()))
+        .max();
+    let Some(highest) = named.filter(|r| *r < ONE_NODE_RANKS) else {
+        return;
+    };
+    for f in findings.iter_mut().filter(|f| f.rank.is_none()) {
+        let index = f
+            .captures
+            .get("gpu")
+            .filter(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|g| g.parse::<u32>().ok());
+        if let Some(index) = index.filter(|i| (1..=highest).contains(i)) {
+            f.rank = Some(index);
+        }
+    }
+}
+
 /// Gives every finding without a rank that names a GPU's PCI address (a
 /// `gpu` or `pci` capture) the rank whose NCCL device sits at that address,
 /// when exactly one rank does: on the finding's node when both name their
@@ -189,6 +225,36 @@ mod tests {
         rank_from_nccl_process(&mut one_gpu_each);
         assert_eq!(ranks(&one_gpu_each), [None, None]);
         assert_eq!(one_gpu_each[0].gpu.as_deref(), Some("GPU 0"));
+    }
+
+    fn oom_on(gpu: &str, rank: Option<u32>, host: Option<&str>) -> Finding {
+        let mut f = finding("oom", Category::GpuOom, Severity::Error, Role::Cause, 1);
+        f.captures.insert("gpu".to_owned(), gpu.to_owned());
+        f.rank = rank;
+        f.host = host.map(str::to_owned);
+        f
+    }
+
+    #[test]
+    fn on_one_node_of_several_ranks_a_gpu_index_is_its_rank() {
+        let mut job = vec![oom_on("1", None, None), oom_on("", Some(3), None)];
+        rank_from_device_index(&mut job);
+        assert_eq!(ranks(&job), [Some(1), Some(3)]);
+        // One process (no rank named anywhere): GPU 1 may be a device_map shard.
+        let mut alone = vec![oom_on("1", None, None)];
+        rank_from_device_index(&mut alone);
+        assert_eq!(ranks(&alone), [None]);
+        // GPU 0, an index past the ranks named, two hosts, many ranks, an address.
+        for mut incident in [
+            vec![oom_on("0", None, None), oom_on("", Some(3), None)],
+            vec![oom_on("5", None, None), oom_on("", Some(3), None)],
+            vec![oom_on("1", None, Some("a")), oom_on("", Some(3), Some("b"))],
+            vec![oom_on("1", None, None), oom_on("", Some(12), None)],
+            vec![oom_on("0000:1b:00", None, None), oom_on("", Some(3), None)],
+        ] {
+            rank_from_device_index(&mut incident);
+            assert_eq!(incident[0].rank, None);
+        }
     }
 
     #[test]

@@ -166,6 +166,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     processes::apply(&mut findings, &inputs);
     devices::rank_from_nccl_process(&mut findings);
     hosts::attribute_hosts(&mut findings);
+    devices::rank_from_device_index(&mut findings);
     findings.retain(|f| rules.get(&f.rule).is_none_or(|r| !r.internal));
     chains::apply(&mut findings);
     cascade::apply(&mut findings, rules);
