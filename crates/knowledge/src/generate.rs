@@ -41,11 +41,12 @@ const DISTINCTIVE_MESSAGE: usize = 30;
 /// examples.
 pub fn generated_rules(k: &Knowledge, recognised: &dyn Fn(&str) -> bool) -> Vec<GeneratedRule> {
     let mut out = Vec::new();
+    let owners = message_owners(k);
     for ((category, severity), codes) in group(
         k.of_kind(EntryKind::CudaError)
             .filter(|e| e.severity > Severity::Info),
     ) {
-        if let Some(rule) = cuda_rule(category, severity, &codes, recognised) {
+        if let Some(rule) = cuda_rule(category, severity, &codes, &owners, recognised) {
             out.push(rule);
         }
     }
@@ -67,6 +68,22 @@ pub fn generated_rules(k: &Knowledge, recognised: &dyn Fn(&str) -> bool) -> Vec<
         out.push(xid_rule(category, severity, action, &xids));
     }
     out
+}
+
+/// The code each message is read as. CUDA gives two codes of different
+/// categories the same text (`device kernel image is invalid` is both 200,
+/// an image the device cannot run, and 300, JIT source that failed to
+/// compile); the message alone is read as the lower code, the one a launch
+/// reports, and the other is still read by its number and name.
+fn message_owners(k: &Knowledge) -> BTreeMap<&str, i64> {
+    let mut owners: BTreeMap<&str, i64> = BTreeMap::new();
+    for e in k.of_kind(EntryKind::CudaError) {
+        if let (Some(message), Some(code)) = (e.message.as_deref(), e.code) {
+            let owner = owners.entry(message).or_insert(code);
+            *owner = (*owner).min(code);
+        }
+    }
+    owners
 }
 
 /// Entries by category and severity, so that each rule has the severity
@@ -98,14 +115,22 @@ fn cuda_rule(
     category: Category,
     severity: Severity,
     codes: &[&Entry],
+    owners: &BTreeMap<&str, i64>,
     recognised: &dyn Fn(&str) -> bool,
 ) -> Option<GeneratedRule> {
+    // The messages this rule reads: those of its codes that no lower code
+    // of another category shares.
+    fn owned<'e>(e: &&'e Entry, owners: &BTreeMap<&str, i64>) -> Option<&'e str> {
+        let message = e.message.as_deref()?;
+        (owners.get(message).copied() == e.code).then_some(message)
+    }
     let mut examples = Vec::new();
     for e in codes {
         let (Some(message), Some(name)) = (&e.message, e.names.first()) else {
             continue;
         };
         let code = e.code.unwrap_or_default().to_string();
+        let owns = owned(e, owners).is_some();
         for (line, what) in [
             (format!("{name}: {message}"), name.clone()),
             (
@@ -114,7 +139,8 @@ fn cuda_rule(
             ),
             (format!("CUDA error {code}"), code),
         ] {
-            if examples.len() < 2 && !recognised(&line) {
+            let by_message = what == *message;
+            if examples.len() < 2 && !recognised(&line) && (owns || !by_message) {
                 examples.push((line, what));
             }
         }
@@ -126,7 +152,7 @@ fn cuda_rule(
         .iter()
         .flat_map(|e| e.names.iter().map(String::as_str))
         .collect();
-    let messages: Vec<&str> = unique(codes.iter().filter_map(|e| e.message.as_deref()));
+    let messages: Vec<&str> = unique(codes.iter().filter_map(|e| owned(e, owners)));
     let numbers: Vec<String> = codes
         .iter()
         .filter_map(|e| e.code)
