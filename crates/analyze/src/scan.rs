@@ -290,10 +290,7 @@ pub(crate) fn scan_part(
     }
     summary.bytes = blocks.offset();
     summary.lines = scan.line;
-    let open_at_end = scan.tracebacks.is_open()
-        || scan.stacks.is_open()
-        || scan.desyncs.is_open()
-        || scan.joinable.is_held();
+    let open_at_end = scan.tracebacks.is_open() || scan.stacks.is_open() || scan.desyncs.is_open();
     if let Some(after) = part.after {
         scan.finish_open(after, part.offset + blocks.offset());
     }
@@ -521,6 +518,8 @@ impl TextScan<'_> {
 
     /// Handles one line: cleans, decodes, matches and records it.
     fn handle_line(&mut self, raw: &[u8], offset: u64, truncated: bool) {
+        #[cfg(test)]
+        LOOKED_AT.with(|n| n.set(n.get() + 1));
         self.line += 1;
         if truncated || raw.len() > MAX_LINE {
             self.truncated += 1;
@@ -572,10 +571,16 @@ impl TextScan<'_> {
         // A line that continues a kept message is matched with it; the
         // message goes on while lines continue it, and a line holding a
         // rule's literal starts a new one.
-        let continued = (feed == Feed::All && self.joinable.held < MAX_JOINED_LINES)
+        // Past a part's end (`Feed::OpenWindows`), a message kept at the
+        // cut still takes the lines that continue it: what is found never
+        // depends on where the cuts fell.
+        let continued = (self.joinable.held < MAX_JOINED_LINES)
             .then(|| self.joinable.continued_by(&line))
             .flatten();
         let continues = continued.is_some();
+        if feed == Feed::OpenWindows && !continues {
+            self.joinable.held = 0;
+        }
         if line.rank.is_none() && !continues {
             line.rank = self.rank_of_message(number, line.text);
         }
@@ -640,6 +645,12 @@ impl TextScan<'_> {
             }
         }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Lines this thread's scans looked at one by one.
+    static LOOKED_AT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Characters a line has at least when a terminal or a paste wrapped it
@@ -749,6 +760,60 @@ mod tests {
             ..RuleSources::default()
         })
         .unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    /// A healthy training log: NCCL's start-up lines from a real run and
+    /// metric lines in the shapes common trainers print.
+    fn healthy_log(steps: u64) -> String {
+        let nccl = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../fixtures/real-gpu/logs/nccl_info.log"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut log = String::new();
+        let mut nccl_lines = nccl.lines().cycle();
+        for step in 1..=steps {
+            let r = step % 8;
+            let x = (step % 97) as f64 / 97.0;
+            let line = match step % 8 {
+                0 => format!("{{'loss': {:.4}, 'grad_norm': {:.3}, 'learning_rate': 1.9e-05, 'epoch': 0.{r}}}", 2.0 - x, 0.5 + x),
+                1 => format!(" iteration {step:8}/  500000 | consumed samples: {:12} | elapsed time per iteration (ms): 1234.5 | learning rate: 1.500E-04 | global batch size:   512 | lm loss: {:.6E} | loss scale: 65536.0 | grad norm: {:.3} | number of skipped iterations:   0 | number of nan iterations:   0 |", step * 512, 7.0 - x, 0.9 + x),
+                2 => format!("[rank{r}]: step {step} | loss {:.4} | lr 3.0e-04 | grad_norm {:.3} | mem_alloc 11.{r}GiB | tokens/s 10{r}123", 2.5 - x, 1.0 + x),
+                3 => format!("[2024-05-01 12:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] step={step}, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]"),
+                4 => format!("[rank0]:[titan] 2024-11-01 10:00:00,123 - root - INFO - step: {step:3}  loss: {:.4}  memory: 23.45GiB(24.68%)  tps: 1,234  mfu: 12.34%", 9.0 - x),
+                5 => format!("Train Epoch: {r} [{}/60000 ({r}%)]\tLoss: {:.6}", step * 64 % 60000, 0.5 - x / 4.0),
+                6 => format!("{step}/1875 [==============================] - 5s 2ms/step - loss: {:.4} - accuracy: 0.9{r}12", 0.3 - x / 4.0),
+                _ => nccl_lines.next().unwrap_or_default().to_owned(),
+            };
+            log.push_str(&line);
+            log.push('\n');
+            for _ in 0..2 {
+                log.push_str(nccl_lines.next().unwrap_or_default());
+                log.push('\n');
+            }
+        }
+        log
+    }
+
+    /// The block search keeps the scan at memory speed only while few
+    /// lines of a healthy log hold a rule's literal: a literal found on
+    /// every metric line (`grad_norm`), or a line held for joining that
+    /// keeps the next one held, would make it look at every line. Some
+    /// healthy lines do hold one, and the line after each is looked at
+    /// too: Megatron's `number of nan iterations` (one metric line in
+    /// eight here), NCCL's version and device lines.
+    #[test]
+    fn a_healthy_training_log_is_looked_at_line_by_line_rarely() {
+        let rules = builtin();
+        let log = healthy_log(20_000);
+        let lines = log.lines().count() as u64;
+        LOOKED_AT.with(|n| n.set(0));
+        let found = digest(log.as_bytes(), &rules);
+        let looked_at = LOOKED_AT.with(std::cell::Cell::get);
+        assert!(
+            looked_at * 100 <= lines * 12,
+            "{looked_at} of {lines} lines looked at one by one; found {found:?}"
+        );
     }
 
     /// An exception line inside a flattened traceback or a JSON field is

@@ -71,14 +71,17 @@ pub struct Entry {
 /// Whether the first bytes are a flight-recorder dump: a pickle (or JSON)
 /// whose keys include the recorder's own.
 pub fn looks_like(head: &[u8]) -> bool {
+    // Keys are looked for only in a pickle or a JSON object: every text
+    // input's head passes through here.
     let has = |k: &[u8]| head.windows(k.len()).any(|w| w == k);
-    let pickled = head.first() == Some(&0x80);
+    if head.first() == Some(&0x80) {
+        return has(b"pg_config") && (has(b"version") || has(b"pg_status"));
+    }
     let json = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     // The JSON form sorts its keys: `entries` (long) comes before
     // `pg_config`, so its first entry's keys also tell it.
-    let entry_keys = has(b"\"collective_seq_id\"") && has(b"\"profiling_name\"");
-    (pickled && has(b"pg_config") && (has(b"version") || has(b"pg_status")))
-        || (json && (has(b"\"pg_config\"") || (has(b"\"entries\"") && entry_keys)))
+    json && (has(b"\"pg_config\"")
+        || (has(b"\"entries\"") && has(b"\"collective_seq_id\"") && has(b"\"profiling_name\"")))
 }
 
 /// Reads one dump, pickle or JSON.

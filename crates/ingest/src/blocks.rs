@@ -8,6 +8,9 @@ pub const MAX_LINE: usize = 1 << 20;
 /// lines.
 pub const BLOCK_LEN: usize = 2 << 20;
 
+/// Bytes a block buffer starts with.
+const INITIAL_LEN: usize = 32 << 10;
+
 /// A piece of an input.
 #[derive(Debug)]
 pub enum Block<'a> {
@@ -37,6 +40,8 @@ pub enum Block<'a> {
 pub struct BlockReader<R> {
     inner: R,
     buf: Vec<u8>,
+    /// The most bytes `buf` grows to.
+    capacity: usize,
     /// Bytes of `buf` already handed out.
     start: usize,
     /// Bytes of `buf` holding data.
@@ -59,11 +64,15 @@ impl<R: Read> BlockReader<R> {
         Self::with_capacity(inner, BLOCK_LEN)
     }
 
-    /// A reader whose buffer holds `capacity` bytes (at least 2).
+    /// A reader whose buffer holds `capacity` bytes (at least 2). The
+    /// buffer starts small and grows as the input fills it: a directory
+    /// of many small files costs no large buffer per file.
     pub fn with_capacity(inner: R, capacity: usize) -> Self {
+        let capacity = capacity.max(2);
         BlockReader {
             inner,
-            buf: vec![0; capacity.max(2)],
+            buf: vec![0; capacity.min(INITIAL_LEN)],
+            capacity,
             start: 0,
             filled: 0,
             base: 0,
@@ -163,6 +172,10 @@ impl<R: Read> BlockReader<R> {
     /// Reads until the buffer is full or the input ends.
     fn fill(&mut self) {
         while !self.eof {
+            if self.filled == self.buf.len() && self.buf.len() < self.capacity {
+                let grown = self.buf.len().saturating_mul(4).min(self.capacity);
+                self.buf.resize(grown, 0);
+            }
             let Some(free) = self.buf.get_mut(self.filled..).filter(|f| !f.is_empty()) else {
                 return;
             };

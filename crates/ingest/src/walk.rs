@@ -94,7 +94,8 @@ enum Verdict {
     Read,
     Excluded,
     Ignored,
-    Authored,
+    /// Read unless its content says it is source, a config or a doc.
+    Unsettled,
 }
 
 /// Walks `root` recursively in file-name order without following symbolic
@@ -109,6 +110,10 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
         ..WalkedDirectory::default()
     };
     let mut ignore_files = IgnoreFiles::default();
+    // Files to read, in walk order, and whether their content must first
+    // tell whether they are source, configs or docs (read in parallel
+    // after the walk: a file's ends each).
+    let mut files: Vec<(std::path::PathBuf, std::path::PathBuf, bool)> = Vec::new();
     let mut it = WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
@@ -145,10 +150,9 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
             verdict(&entry, rel, selection, &ignore_files)
         };
         let passed_over = match verdict {
-            Verdict::Read => None,
+            Verdict::Read | Verdict::Unsettled => None,
             Verdict::Excluded => Some(&mut walked.excluded),
             Verdict::Ignored => Some(&mut walked.ignored),
-            Verdict::Authored => Some(&mut walked.authored),
         };
         if let Some(list) = passed_over {
             list.push(rel, kind.is_dir());
@@ -162,7 +166,8 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
                 walked.errors.push(why);
             }
         } else if kind.is_file() {
-            found.inputs.push(file_input(path, false));
+            let unsettled = matches!(verdict, Verdict::Unsettled);
+            files.push((path.to_path_buf(), rel.to_path_buf(), unsettled));
         } else {
             let why = if kind.is_symlink() {
                 "symbolic link (not followed)"
@@ -172,9 +177,45 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
             found.skipped.push((shown_path(path), why.to_owned()));
         }
     }
+    let authored = authored_in_parallel(&files);
+    for ((path, rel, _), authored) in files.iter().zip(authored) {
+        if authored {
+            walked.authored.push(rel, false);
+        } else {
+            found.inputs.push(file_input(path, false));
+        }
+    }
     if !walked.is_empty() {
         found.directories.push(walked);
     }
+}
+
+/// For each file, whether it was unsettled and its content says it is
+/// source, a config or a doc ([`authored_kind`]); the files are read on
+/// every core.
+fn authored_in_parallel(files: &[(std::path::PathBuf, std::path::PathBuf, bool)]) -> Vec<bool> {
+    let check = |chunk: &[(std::path::PathBuf, std::path::PathBuf, bool)]| -> Vec<bool> {
+        chunk
+            .iter()
+            .map(|(path, _, unsettled)| *unsettled && authored_kind(path).is_some())
+            .collect()
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if threads < 2 || files.len() < 64 {
+        return check(files);
+    }
+    let chunk = files.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || check(part)))
+            .collect();
+        handles
+            .into_iter()
+            .zip(files.chunks(chunk))
+            .flat_map(|(h, part)| h.join().unwrap_or_else(|_| check(part)))
+            .collect()
+    })
 }
 
 /// Whether to read `entry` (at `rel` in the walked directory).
@@ -196,8 +237,8 @@ fn verdict(
         IgnoreVerdict::Read => return Verdict::Read,
         IgnoreVerdict::Unmatched => {}
     }
-    if entry.file_type().is_file() && authored_kind(entry.path()).is_some() {
-        Verdict::Authored
+    if entry.file_type().is_file() {
+        Verdict::Unsettled
     } else {
         Verdict::Read
     }

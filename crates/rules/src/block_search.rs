@@ -32,9 +32,11 @@ impl Literal {
     /// same text ASCII-lowercased).
     fn occurs_at(&self, start: usize, text: &[u8], lowered: &[u8]) -> bool {
         let haystack = if self.exact { text } else { lowered };
+        // Most fingerprint hits are not a literal: the last byte rules
+        // them out before a full comparison.
         haystack
             .get(start..start + self.bytes.len())
-            .is_some_and(|t| t == self.bytes.as_slice())
+            .is_some_and(|t| t.last() == self.bytes.last() && t == self.bytes.as_slice())
     }
 }
 
