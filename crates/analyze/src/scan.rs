@@ -407,6 +407,9 @@ impl TextScan<'_> {
 
     fn offer_metric_line(&mut self, raw: &[u8], number: u64) {
         let raw = &raw[..raw.len().min(MAX_LINE)];
+        if !self.metrics.as_ref().is_some_and(|m| m.may_read(raw)) {
+            return;
+        }
         let Ok(text) = std::str::from_utf8(clean_line(raw, &mut self.cleaned)) else {
             return;
         };

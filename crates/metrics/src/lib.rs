@@ -278,6 +278,13 @@ impl MetricCollector {
         Self::default()
     }
 
+    /// Whether [`MetricCollector::line`] may read anything in `raw`, a
+    /// line before its rank prefix is taken off: a cheap test that lets a
+    /// caller skip decoding the many lines that name no metric.
+    pub fn may_read(&self, raw: &[u8]) -> bool {
+        self.gpu_csv.has_header() || self.key_words.any_in(raw)
+    }
+
     /// Offers one line (already cleaned: no CR, no ANSI codes, launcher
     /// prefix like `[rank3]:` removed), its 1-based line number, and the
     /// rank it belongs to if known.
