@@ -291,6 +291,38 @@ fn a_txt_log_is_read_and_a_log_holding_python_is_skipped() {
 }
 
 #[test]
+fn a_large_directory_is_classified_by_content_in_walk_order() {
+    // Past a few dozen files the content checks run on every core; what
+    // is read and what is skipped, and in which order, stays the walk's.
+    let dir = run_dir("rundir-many");
+    for i in 0..150 {
+        let text = if i % 50 == 7 {
+            TRAIN_PY.to_owned()
+        } else {
+            format!("step {i} | loss 1.{i:03}\n")
+        };
+        std::fs::write(dir.path(&format!("run-42/rank{i:03}.log")), text).unwrap();
+    }
+    let (report, _) = analyze_json(&[&dir.display("run-42")]);
+    let read = read_paths(&report);
+    assert_eq!(read.len(), 150 - 3 + 1, "{read:?}");
+    assert_eq!(read.first().map(String::as_str), Some("nccl_info.log"));
+    assert!(read.windows(2).all(|w| w[0] < w[1]), "{read:?}");
+    assert!(!read
+        .iter()
+        .any(|p| p == "rank007.log" || p == "rank057.log" || p == "rank107.log"));
+    // The run directory's own README, config and notebook come first by
+    // name, then the logs holding Python, in walk order.
+    assert!(
+        notes(&report).starts_with(
+            "skipped 7 source/config/doc file(s): README.md, config.yaml, eval.ipynb, rank007.log, rank057.log and 2 more"
+        ),
+        "{}",
+        notes(&report)
+    );
+}
+
+#[test]
 fn json_evidence_is_read_and_json_configs_are_skipped() {
     let dir = run_dir("rundir-json");
     std::fs::write(

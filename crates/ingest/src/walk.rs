@@ -5,7 +5,7 @@ use crate::authored::authored_kind;
 use crate::discover::{file_input, Discovery};
 use crate::selection::{IgnoreFiles, IgnoreVerdict, Selection, IGNORE_FILE};
 use coroner_model::shown_path;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use walkdir::{DirEntry, WalkDir};
 
 /// Paths of one kind that were passed over: how many, and the first few.
@@ -110,10 +110,9 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
         ..WalkedDirectory::default()
     };
     let mut ignore_files = IgnoreFiles::default();
-    // Files to read, in walk order, and whether their content must first
-    // tell whether they are source, configs or docs (read in parallel
-    // after the walk: a file's ends each).
-    let mut files: Vec<(std::path::PathBuf, std::path::PathBuf, bool)> = Vec::new();
+    // Files to read, in walk order; the unsettled ones are classified by
+    // their content in parallel after the walk.
+    let mut files: Vec<WalkedFile> = Vec::new();
     let mut it = WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
@@ -166,8 +165,11 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
                 walked.errors.push(why);
             }
         } else if kind.is_file() {
-            let unsettled = matches!(verdict, Verdict::Unsettled);
-            files.push((path.to_path_buf(), rel.to_path_buf(), unsettled));
+            files.push(WalkedFile {
+                path: path.to_path_buf(),
+                rel: rel.to_path_buf(),
+                unsettled: matches!(verdict, Verdict::Unsettled),
+            });
         } else {
             let why = if kind.is_symlink() {
                 "symbolic link (not followed)"
@@ -178,11 +180,11 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
         }
     }
     let authored = authored_in_parallel(&files);
-    for ((path, rel, _), authored) in files.iter().zip(authored) {
+    for (file, authored) in files.iter().zip(authored) {
         if authored {
-            walked.authored.push(rel, false);
+            walked.authored.push(&file.rel, false);
         } else {
-            found.inputs.push(file_input(path, false));
+            found.inputs.push(file_input(&file.path, false));
         }
     }
     if !walked.is_empty() {
@@ -190,14 +192,23 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
     }
 }
 
-/// For each file, whether it was unsettled and its content says it is
+/// A regular file the walk reached.
+struct WalkedFile {
+    path: PathBuf,
+    /// Its path in the walked directory.
+    rel: PathBuf,
+    /// Read unless its content says it is source, a config or a doc.
+    unsettled: bool,
+}
+
+/// For each file, whether it is unsettled and its content says it is
 /// source, a config or a doc ([`authored_kind`]); the files are read on
 /// every core.
-fn authored_in_parallel(files: &[(std::path::PathBuf, std::path::PathBuf, bool)]) -> Vec<bool> {
-    let check = |chunk: &[(std::path::PathBuf, std::path::PathBuf, bool)]| -> Vec<bool> {
+fn authored_in_parallel(files: &[WalkedFile]) -> Vec<bool> {
+    let check = |chunk: &[WalkedFile]| -> Vec<bool> {
         chunk
             .iter()
-            .map(|(path, _, unsettled)| *unsettled && authored_kind(path).is_some())
+            .map(|f| f.unsettled && authored_kind(&f.path).is_some())
             .collect()
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
