@@ -33,7 +33,8 @@ mod unread;
 mod versions;
 
 use coroner_ingest::{
-    discover, open, Follow, Input, InputSource, Opened, Prefetch, Selection, WalkedDirectory,
+    discover, open, parallel_map, Follow, Input, InputSource, Opened, Prefetch, Selection,
+    WalkedDirectory,
 };
 use coroner_model::{
     Finding, InputError, InputKind, InputSummary, Report, Stats, Tool, SCHEMA_VERSION,
@@ -41,8 +42,7 @@ use coroner_model::{
 use coroner_rules::RuleSet;
 use findings::FindingTable;
 use scan::scan_text;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 /// How to analyse.
@@ -212,35 +212,6 @@ fn splittable<'a>(
     let size = std::fs::metadata(path).ok()?.len();
     (parts > 1 && opened.compression.is_none() && size >= split::SPLIT_MIN_BYTES)
         .then_some((path.as_path(), size))
-}
-
-/// `f` applied to every item, on as many threads as there are cores, with
-/// the results in item order.
-fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(items.len());
-    if threads <= 1 {
-        return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                let result = f(i, item);
-                if let Ok(mut slot) = slots[i].lock() {
-                    *slot = Some(result);
-                }
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .filter_map(|slot| slot.into_inner().ok().flatten())
-        .collect()
 }
 
 /// What a walked directory had passed over, as an entry of the inputs.

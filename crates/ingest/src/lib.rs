@@ -35,6 +35,7 @@ mod follow;
 mod limits;
 mod mapped;
 mod open;
+mod parallel;
 #[cfg(unix)]
 mod pipe;
 mod prefetch;
@@ -57,6 +58,7 @@ pub use follow::Follow;
 pub use limits::{ExpansionLimit, CORE_EXPANSION, TEXT_EXPANSION};
 pub use mapped::Mapped;
 pub use open::{detect_kind, open, open_reader, Compression, Opened};
+pub use parallel::parallel_map;
 pub use prefetch::Prefetch;
 pub use selection::{GlobError, Selection, IGNORE_FILE};
 pub use walk::{PassedOver, WalkedDirectory};

@@ -3,6 +3,7 @@
 
 use crate::authored::authored_kind;
 use crate::discover::{file_input, Discovery};
+use crate::parallel::parallel_map;
 use crate::selection::{IgnoreFiles, IgnoreVerdict, Selection, IGNORE_FILE};
 use coroner_model::shown_path;
 use std::path::{Path, PathBuf};
@@ -179,7 +180,10 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
             found.skipped.push((shown_path(path), why.to_owned()));
         }
     }
-    let authored = authored_in_parallel(&files);
+    // Reading each file's ends is most of a large directory's walk.
+    let authored = parallel_map(&files, |_, f| {
+        f.unsettled && authored_kind(&f.path).is_some()
+    });
     for (file, authored) in files.iter().zip(authored) {
         if authored {
             walked.authored.push(&file.rel, false);
@@ -199,34 +203,6 @@ struct WalkedFile {
     rel: PathBuf,
     /// Read unless its content says it is source, a config or a doc.
     unsettled: bool,
-}
-
-/// For each file, whether it is unsettled and its content says it is
-/// source, a config or a doc ([`authored_kind`]); the files are read on
-/// every core.
-fn authored_in_parallel(files: &[WalkedFile]) -> Vec<bool> {
-    let check = |chunk: &[WalkedFile]| -> Vec<bool> {
-        chunk
-            .iter()
-            .map(|f| f.unsettled && authored_kind(&f.path).is_some())
-            .collect()
-    };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    if threads < 2 || files.len() < 64 {
-        return check(files);
-    }
-    let chunk = files.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = files
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || check(part)))
-            .collect();
-        handles
-            .into_iter()
-            .zip(files.chunks(chunk))
-            .flat_map(|(h, part)| h.join().unwrap_or_else(|_| check(part)))
-            .collect()
-    })
 }
 
 /// Whether to read `entry` (at `rel` in the walked directory).

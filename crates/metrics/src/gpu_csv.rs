@@ -104,12 +104,12 @@ impl GpuCsv {
         self.header(line) || self.row(line, number)
     }
 
-    /// Takes `line`'s columns when it is a header; returns whether it was.
     /// Whether a header was seen: rows may follow.
     pub(crate) fn has_header(&self) -> bool {
         self.layout.is_some()
     }
 
+    /// Takes `line`'s columns when it is a header; returns whether it was.
     pub(crate) fn header(&mut self, line: &[u8]) -> bool {
         if self.header.find(line).is_none() {
             return false;
