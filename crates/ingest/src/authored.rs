@@ -8,6 +8,7 @@
 use crate::open::detect_kind;
 use crate::python_source::LineShapes;
 use coroner_model::InputKind;
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -173,17 +174,14 @@ impl Ends {
     }
 
     /// The head's whole lines, and the tail's, as text.
-    fn texts(&self) -> (String, String) {
+    fn texts(&self) -> (Cow<'_, str>, Cow<'_, str>) {
         let head = if self.tail.is_empty() && self.head.len() < LOOK_LEN {
             self.head.as_slice()
         } else {
             before_last_newline(&self.head)
         };
         let tail = after_first_newline(&self.tail);
-        (
-            String::from_utf8_lossy(head).into_owned(),
-            String::from_utf8_lossy(tail).into_owned(),
-        )
+        (String::from_utf8_lossy(head), String::from_utf8_lossy(tail))
     }
 }
 
@@ -202,14 +200,13 @@ fn after_first_newline(bytes: &[u8]) -> &[u8] {
 }
 
 fn is_source(ends: &Ends) -> bool {
-    if !ends.is_plain_text() {
-        return false;
-    }
-    if ends.head.starts_with(b"#!") {
-        return true;
-    }
-    let (head, tail) = ends.texts();
-    LineShapes::of(&head).add(LineShapes::of(&tail)).is_python()
+    // The shapes first: most files are logs, and the shapes alone say so
+    // without the content sniffing that tells a log from the other kinds.
+    let shaped = ends.head.starts_with(b"#!") || {
+        let (head, tail) = ends.texts();
+        LineShapes::of(&head).add(LineShapes::of(&tail)).is_python()
+    };
+    shaped && ends.is_plain_text()
 }
 
 /// Whether a JSON or YAML file is something coroner reads: a format a

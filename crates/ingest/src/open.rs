@@ -226,19 +226,22 @@ pub fn detect_kind(head: &[u8]) -> InputKind {
     if looks_binary(head) {
         return InputKind::Binary;
     }
+    let has = |needle: &[u8]| memchr::memmem::find(head, needle).is_some();
     let text = String::from_utf8_lossy(head);
-    if text.contains("NVIDIA-SMI ")
-        || text.contains("==============NVSMI LOG==============")
+    if has(b"NVIDIA-SMI ")
+        || has(b"==============NVSMI LOG==============")
         || is_query_gpu_csv(&text)
     {
         return InputKind::NvidiaSmi;
     }
+    // Most heads name no NCCL at all: then no line needs looking at for it.
+    let any_nccl = has(b" NCCL ");
     let mut lines = 0usize;
     let mut nccl = 0usize;
     let mut kernel = 0usize;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         lines += 1;
-        if line.contains(" NCCL INFO ") || line.contains(" NCCL WARN ") {
+        if any_nccl && (line.contains(" NCCL INFO ") || line.contains(" NCCL WARN ")) {
             nccl += 1;
         }
         if is_kernel_line(line) {

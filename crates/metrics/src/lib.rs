@@ -120,6 +120,7 @@ mod trends;
 
 use coroner_model::Curve;
 use memchr::memmem;
+use std::sync::OnceLock;
 
 use metric::{Metric, METRICS};
 use series::Sample;
@@ -198,18 +199,18 @@ impl KeptLine {
     }
 }
 
-#[derive(Debug)]
-struct KeyWords(Vec<memmem::Finder<'static>>);
-
-impl Default for KeyWords {
-    fn default() -> Self {
-        KeyWords(KEY_WORDS.iter().map(memmem::Finder::new).collect())
-    }
-}
+/// The searchers for [`KEY_WORDS`], built once per process: a collector is
+/// made for every input, and a directory may hold thousands.
+#[derive(Debug, Default)]
+struct KeyWords;
 
 impl KeyWords {
     fn any_in(&self, line: &[u8]) -> bool {
-        self.0.iter().any(|f| f.find(line).is_some())
+        static FINDERS: OnceLock<Vec<memmem::Finder<'static>>> = OnceLock::new();
+        FINDERS
+            .get_or_init(|| KEY_WORDS.iter().map(memmem::Finder::new).collect())
+            .iter()
+            .any(|f| f.find(line).is_some())
     }
 }
 
