@@ -1,5 +1,6 @@
 //! Arbitrary bytes as a log: each line cleaned of CR and colour codes,
-//! stripped of launcher prefixes, read for a time, a host and NCCL's process header, for whether it continues
+//! stripped of launcher prefixes, read for a time, a host, NCCL's process header and
+//! `mp.spawn`'s child header, for whether it continues
 //! the line before, and for its template, then the whole input
 //! through the built-in rules as the pipeline scans a file (which also
 //! reads Python tracebacks).
@@ -20,6 +21,9 @@ fuzz_target!(|data: &[u8]| {
         let prefixed = coroner_logs::strip_rank_prefix(&text);
         assert!(prefixed.rest.len() <= text.len());
         let _ = coroner_logs::continues_message(prefixed.rest);
+        if coroner_logs::spawned_process(prefixed.rest).is_some() {
+            assert!(prefixed.rest.contains("terminated with the following error:"));
+        }
         if let Some(host) = coroner_logs::line_host(prefixed.rest) {
             assert!(!host.is_empty() && host.len() <= 253 && prefixed.rest.contains(host));
         }

@@ -14,8 +14,8 @@
 use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use coroner_ingest::{clean_line, Block, BlockReader, MAX_LINE};
 use coroner_logs::{
-    continues_message, embedded_message, strip_rank_prefix, RankedTraceback, StackDumpReader,
-    TracebackReader,
+    continues_message, embedded_message, spawned_process, strip_rank_prefix, Prefixed,
+    RankedTraceback, StackDumpReader, TracebackReader,
 };
 use coroner_metrics::MetricCollector;
 use coroner_model::{inert_capped, Context, Finding, InputError, InputKind, InputSummary};
@@ -105,6 +105,8 @@ struct TextScan<'a> {
     read_stacks: Vec<coroner_logs::StackDump>,
     desyncs: coroner_logs::DesyncReader,
     read_desyncs: Vec<coroner_logs::DesyncSnapshot>,
+    /// The `mp.spawn` child whose traceback is being printed, if any.
+    spawned: Option<Spawned>,
     /// The last line handled, when it held a rule's literal: the next
     /// line may be the rest of its message.
     joinable: Joinable,
@@ -133,6 +135,17 @@ struct HeldLine {
 
 /// Lines of one message matched joined at most.
 const MAX_JOINED_LINES: usize = 6;
+/// Lines after `-- Process N terminated with the following error:` that
+/// may still be process N's traceback.
+const SPAWNED_LINES: u64 = 256;
+
+/// The child of `mp.spawn` whose traceback the parent is printing: its
+/// process index, and the line of the header that named it.
+#[derive(Debug, Clone, Copy)]
+struct Spawned {
+    index: u32,
+    from: u64,
+}
 
 impl Joinable {
     fn is_held(&self) -> bool {
@@ -270,6 +283,7 @@ pub(crate) fn scan_part(
         read_stacks: Vec::new(),
         desyncs: coroner_logs::DesyncReader::new(),
         read_desyncs: Vec::new(),
+        spawned: None,
         joinable: Joinable::default(),
     };
     loop {
@@ -519,6 +533,31 @@ impl TextScan<'_> {
         None
     }
 
+    /// The rank of line `number`, which has no rank prefix, when it is part
+    /// of the traceback of an `mp.spawn` child that the parent re-raised:
+    /// the process index its header named (`-- Process N terminated with
+    /// the following error:`). A line with a prefix of its own, or one too
+    /// far past the header, ends the child's lines.
+    fn spawned_rank(&mut self, number: u64, prefixed: &Prefixed<'_>) -> Option<u32> {
+        if let Some(index) = spawned_process(prefixed.rest) {
+            // The header is the parent's line; the child's start after it.
+            self.spawned = Some(Spawned {
+                index,
+                from: number,
+            });
+            return None;
+        }
+        let spawned = self.spawned?;
+        let past = number
+            .checked_sub(spawned.from)
+            .is_none_or(|after| after == 0 || after > SPAWNED_LINES);
+        if past || prefixed.rank.is_some() {
+            self.spawned = None;
+            return None;
+        }
+        Some(spawned.index)
+    }
+
     /// Handles one line: cleans, decodes, matches and records it.
     fn handle_line(&mut self, raw: &[u8], offset: u64, truncated: bool) {
         #[cfg(test)]
@@ -541,17 +580,27 @@ impl TextScan<'_> {
             .retain(|&slot| table.add_after(slot, &text, CONTEXT_LINES));
         self.recent.push(number, &text);
         let prefixed = strip_rank_prefix(&text);
+        let spawned = self.spawned_rank(number, &prefixed);
+        let own_rank = prefixed.rank.or(spawned);
+        let tracebacks_read = self.read_tracebacks.len();
         self.tracebacks.feed(
             prefixed.rest,
-            prefixed.rank.or(self.input_rank),
+            own_rank.or(self.input_rank),
             number,
             feed == Feed::All,
             &mut self.read_tracebacks,
         );
+        // The child's traceback is over once a traceback completes after
+        // its header: the lines after it are the parent's again.
+        if self.read_tracebacks.len() > tracebacks_read
+            && self.spawned.is_some_and(|s| s.from < number)
+        {
+            self.spawned = None;
+        }
         self.stacks.feed(
             prefixed.rest,
             &text,
-            prefixed.rank.or(self.input_rank),
+            own_rank.or(self.input_rank),
             number,
             feed == Feed::All,
             &mut self.read_stacks,
@@ -559,7 +608,7 @@ impl TextScan<'_> {
         self.desyncs.feed(
             prefixed.rest,
             &text,
-            prefixed.rank.or(self.input_rank),
+            own_rank.or(self.input_rank),
             number,
             feed == Feed::All,
             &mut self.read_desyncs,
@@ -569,7 +618,7 @@ impl TextScan<'_> {
             offset,
             text: prefixed.rest,
             shown: &text,
-            rank: prefixed.rank,
+            rank: own_rank,
         };
         // A line that continues a kept message is matched with it; the
         // message goes on while lines continue it, and a line holding a
@@ -847,6 +896,40 @@ mod tests {
     /// A rank's message hard-wrapped by a paste keeps its rank on the lines
     /// without the prefix; a short line before an unprefixed one gives it
     /// no rank.
+    #[test]
+    fn a_spawned_childs_traceback_is_that_childs() {
+        let rules = builtin();
+        let text = concat!(
+            "Traceback (most recent call last):\n",
+            "  File \"train.py\", line 40, in <module>\n",
+            "    mp.spawn(main, nprocs=4)\n",
+            "    raise ProcessRaisedException(msg, error_index, failed_process.pid)\n",
+            "torch.multiprocessing.spawn.ProcessRaisedException: \n",
+            "\n",
+            "-- Process 2 terminated with the following error:\n",
+            "Traceback (most recent call last):\n",
+            "  File \"/usr/lib/python3.8/site-packages/torch/multiprocessing/spawn.py\", line 69, in _wrap\n",
+            "    fn(i, *args)\n",
+            "  File \"train.py\", line 12, in main\n",
+            "    torch.cuda.set_device(rank)\n",
+            "RuntimeError: CUDA error: invalid device ordinal\n",
+        );
+        let got = digest(text.as_bytes(), &rules);
+        assert!(
+            got.iter()
+                .any(|d| d.starts_with("cuda-invalid-device Some(2) ")),
+            "{got:?}"
+        );
+        // A line with its own prefix after the header is its rank's.
+        let text = "-- Process 2 terminated with the following error:\n[rank0]: RuntimeError: CUDA error: invalid device ordinal\n";
+        let got = digest(text.as_bytes(), &rules);
+        assert!(
+            got.iter()
+                .any(|d| d.starts_with("cuda-invalid-device Some(0) ")),
+            "{got:?}"
+        );
+    }
+
     #[test]
     fn wrapped_lines_keep_their_rank() {
         let rules = builtin();

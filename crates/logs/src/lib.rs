@@ -8,6 +8,8 @@
 //! line starts with. [`continues_message`] tells whether a line is the rest
 //! of the message on the line before it, and [`embedded_message`] finds
 //! an exception's line inside a flattened traceback or a JSON field.
+//! [`spawned_process`] reads the header `mp.spawn` prints before a child's
+//! traceback, which says whose the lines after it are.
 #![forbid(unsafe_code)]
 // Inputs are untrusted: no panicking shortcuts on the bytes they hold.
 #![cfg_attr(
@@ -25,6 +27,7 @@ mod embedded;
 mod host;
 mod prefix;
 mod record;
+mod spawned;
 mod stack_dump;
 mod template;
 mod timestamp;
@@ -35,6 +38,7 @@ pub use embedded::embedded_message;
 pub use host::{is_host_name, line_host, nccl_process, NcclProcess};
 pub use prefix::{strip_rank_prefix, Prefixed};
 pub use record::continues_message;
+pub use spawned::spawned_process;
 pub use stack_dump::{DumpTool, StackDump, StackDumpReader, StackThread, Trigger};
 pub use template::suspicious_template;
 pub use timestamp::{line_time, LineTime};
