@@ -71,6 +71,7 @@ fn rule_entry(rule: &Rule) -> Entry {
         immediate: Vec::new(),
         investigatory: Vec::new(),
         unused: false,
+        distinctive: false,
         action: rule.action,
     }
 }

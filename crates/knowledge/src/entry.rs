@@ -81,6 +81,12 @@ pub struct Entry {
     /// For Xids: whether the catalog marks the code unused on current GPUs.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub unused: bool,
+    /// For CUDA codes: whether the message names the error on its own,
+    /// with no `CUDA error:` before it (`invalid device function`, which
+    /// nothing but a CUDA runtime prints). Messages of 30 characters or
+    /// more are taken as such anyway.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub distinctive: bool,
     /// What to do with the job and the node when it is the root cause.
     pub action: ActionKind,
 }

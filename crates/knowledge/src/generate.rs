@@ -33,7 +33,8 @@ pub struct GeneratedRule {
 }
 
 /// Messages at least this long, naming no generic condition, are matched
-/// even without a `CUDA error` prefix.
+/// even without a `CUDA error` prefix; shorter ones only where the table
+/// marks them `distinctive`.
 const DISTINCTIVE_MESSAGE: usize = 30;
 
 /// The generated rule files. `recognised(line)` tells whether a line is
@@ -158,11 +159,18 @@ fn cuda_rule(
         .filter_map(|e| e.code)
         .map(|c| c.to_string())
         .collect();
-    let distinctive: Vec<&str> = messages
-        .iter()
-        .copied()
-        .filter(|m| m.len() >= DISTINCTIVE_MESSAGE)
-        .collect();
+    let distinctive: Vec<&str> = unique(
+        codes
+            .iter()
+            .filter(|e| e.distinctive)
+            .filter_map(|e| owned(e, owners))
+            .chain(
+                messages
+                    .iter()
+                    .copied()
+                    .filter(|m| m.len() >= DISTINCTIVE_MESSAGE),
+            ),
+    );
     let mut any = vec![
         format!(r"\b(?P<what>{})\b", alternation(&names)),
         // `CUDA error: <message>`, and CNTK's and ONNX Runtime's `CUDA
@@ -204,6 +212,12 @@ fn cuda_rule(
             r"(?i:\bCUDA (?:runtime |driver )?error(?: code)?) *[:=(]? *(?P<what>{})\b",
             numbers.join("|")
         ),
+        // TensorRT's builder and runtime: `CUDA initialization failure with
+        // error: 35. Please check your CUDA installation`.
+        format!(
+            r"CUDA initialization failure with error:? (?P<what>{})\b",
+            numbers.join("|")
+        ),
         // PyTorch's warning when counting devices fails: `Unexpected error
         // from cudaGetDeviceCount(). ... Error 802: system not yet initialized`.
         format!(
@@ -226,6 +240,7 @@ fn cuda_rule(
         "== cudaSuccess".to_owned(),
         "THCudaCheck FAIL".to_owned(),
         "Triton Error [CUDA]".to_owned(),
+        "CUDA initialization failure".to_owned(),
     ];
     literals.extend(distinctive.iter().map(|m| (*m).to_owned()));
     let canonical = codes[0];

@@ -34,6 +34,8 @@ struct CudaNote {
     category: Category,
     severity: Severity,
     sticky: bool,
+    #[serde(default)]
+    distinctive: bool,
     summary: String,
     #[serde(default)]
     causes: Vec<String>,
@@ -194,6 +196,7 @@ pub(crate) fn cuda_entries(table: &str, notes: &str) -> Result<Vec<Entry>, Table
                 immediate: Vec::new(),
                 investigatory: Vec::new(),
                 unused: false,
+                distinctive: note.distinctive,
                 action: note.category.default_action(),
             })
         })
@@ -225,6 +228,7 @@ fn xid_entries(text: &str) -> Result<Vec<Entry>, TableError> {
                 immediate: row.immediate.clone(),
                 investigatory: row.investigatory.clone(),
                 unused: row.unused,
+                distinctive: false,
                 action: xid_action(x.category, row),
             },
             None => catalog_entry(row),
@@ -324,6 +328,7 @@ fn catalog_entry(row: &CatalogRow) -> Entry {
         immediate: row.immediate.clone(),
         investigatory: row.investigatory.clone(),
         unused: row.unused,
+        distinctive: false,
         action: xid_action(Category::XidHardware, row),
     }
 }
@@ -354,6 +359,7 @@ fn status_entries(text: &str, kind: EntryKind, file: &str) -> Result<Vec<Entry>,
             immediate: Vec::new(),
             investigatory: Vec::new(),
             unused: false,
+            distinctive: false,
             action: s.category.default_action(),
         })
         .collect())
