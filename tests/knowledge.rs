@@ -135,6 +135,15 @@ fn every_cuda_error_code_is_recognised_in_a_log_with_its_category() {
             "CUDA error {} at train.cu:42",
             e.code.unwrap_or_default()
         ));
+        // TensorRT names the code of a failed CUDA initialisation.
+        lines.push(format!(
+            "[11/05/2023-16:18:50] [W] [TRT] CUDA initialization failure with error: {}. Please check your CUDA installation",
+            e.code.unwrap_or_default()
+        ));
+        // A message marked distinctive is read in a program's own words.
+        if e.distinctive && !shared {
+            lines.push(format!("GPUassert: {message} main.cu 41"));
+        }
         for line in lines {
             let findings = findings_in_text(&rules, &line);
             let causes: Vec<Category> = findings

@@ -533,11 +533,11 @@ impl TextScan<'_> {
         None
     }
 
-    /// The rank of line `number`, which has no rank prefix, when it is part
-    /// of the traceback of an `mp.spawn` child that the parent re-raised:
-    /// the process index its header named (`-- Process N terminated with
-    /// the following error:`). A line with a prefix of its own, or one too
-    /// far past the header, ends the child's lines.
+    /// The rank of line `number` when it is part of the traceback of an
+    /// `mp.spawn` child that the parent re-raised: the process index its
+    /// header named (`-- Process N terminated with the following error:`).
+    /// Every line passes here, so that a line with a rank prefix of its
+    /// own, or one too far past the header, ends the child's lines.
     fn spawned_rank(&mut self, number: u64, prefixed: &Prefixed<'_>) -> Option<u32> {
         if let Some(index) = spawned_process(prefixed.rest) {
             // The header is the parent's line; the child's start after it.
@@ -893,9 +893,8 @@ mod tests {
         );
     }
 
-    /// A rank's message hard-wrapped by a paste keeps its rank on the lines
-    /// without the prefix; a short line before an unprefixed one gives it
-    /// no rank.
+    /// Lines after `mp.spawn`'s header are the named child's until its
+    /// traceback ends; a line with its own prefix is its own rank's.
     #[test]
     fn a_spawned_childs_traceback_is_that_childs() {
         let rules = builtin();
@@ -930,6 +929,9 @@ mod tests {
         );
     }
 
+    /// A rank's message hard-wrapped by a paste keeps its rank on the lines
+    /// without the prefix; a short line before an unprefixed one gives it
+    /// no rank.
     #[test]
     fn wrapped_lines_keep_their_rank() {
         let rules = builtin();
