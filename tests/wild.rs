@@ -1,8 +1,8 @@
 //! The wild corpus: real failure logs pasted in public threads, each with
 //! the root cause its thread diagnosed (`fixtures/wild/<id>/case.json`).
 //! Every case is analysed with the built-in rules; the accuracy per split and per
-//! category must be the one `docs/accuracy.md` prints (per split, the README
-//! too), and must not fall below the floors here.
+//! category must be the one `docs/accuracy.md` and the README print, and
+//! must not fall below the floors here.
 
 use crate::util::root;
 use serde_json::Value;
@@ -22,6 +22,9 @@ const TABLES_END: &str = "<!-- wild-accuracy:end -->";
 /// The README's summary: the per-split lines only.
 const SUMMARY_START: &str = "<!-- wild-summary:start -->\n";
 const SUMMARY_END: &str = "<!-- wild-summary:end -->";
+/// The README's per-category table.
+const CATEGORIES_START: &str = "<!-- wild-categories:start -->\n";
+const CATEGORIES_END: &str = "<!-- wild-categories:end -->";
 
 struct Case {
     id: String,
@@ -220,8 +223,13 @@ impl<'a> Tally<'a> {
 
     /// The accuracy page's tables.
     fn tables(&self) -> String {
-        let mut out = self.splits();
-        out.push_str("\n| category | train | holdout |\n| --- | ---: | ---: |\n");
+        format!("{}\n{}", self.splits(), self.categories())
+    }
+
+    /// The per-category table: on the accuracy page after the per-split
+    /// lines, and in the README under its summary.
+    fn categories(&self) -> String {
+        let mut out = String::from("| category | train | holdout |\n| --- | ---: | ---: |\n");
         for (category, splits) in &self.by_category {
             let cell = |split: &str| match splits.get(split) {
                 Some((right, total)) => format!("{right}/{total}"),
@@ -270,6 +278,12 @@ fn the_wild_corpus_is_answered_as_the_readme_says() {
     );
     write_or_check(ACCURACY_PAGE, TABLES_START, TABLES_END, &tally.tables());
     write_or_check("README.md", SUMMARY_START, SUMMARY_END, &tally.splits());
+    write_or_check(
+        "README.md",
+        CATEGORIES_START,
+        CATEGORIES_END,
+        &tally.categories(),
+    );
 }
 
 /// Checks that `text` stands between the markers `start` and `end` of the

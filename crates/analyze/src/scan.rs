@@ -789,6 +789,13 @@ mod tests {
         table.digest(rules)
     }
 
+    /// Fails unless scanning `text` gives a finding whose digest starts
+    /// with `prefix` (rule id, rank, ...).
+    fn assert_digest_has(text: &[u8], rules: &RuleSet, prefix: &str) {
+        let got = digest(text, rules);
+        assert!(got.iter().any(|d| d.starts_with(prefix)), "{got:?}");
+    }
+
     fn text_logs(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
@@ -873,23 +880,11 @@ mod tests {
     #[test]
     fn embedded_exception_lines_are_read() {
         let rules = builtin();
-        let got = digest(
-            b"File \"train.py\", line 23, in <module> from transformers import X ModuleNotFoundError: No module named 'transformers'\n",
-            &rules,
-        );
-        assert!(
-            got.iter()
-                .any(|d| d.starts_with("python-module-not-found ")),
-            "{got:?}"
-        );
-        let got = digest(
+        assert_digest_has(b"File \"train.py\", line 23, in <module> from transformers import X ModuleNotFoundError: No module named 'transformers'\n", &rules, "python-module-not-found ");
+        assert_digest_has(
             b"{\n  \"message\": \"RendezvousTimeoutError: \",\n}\n",
             &rules,
-        );
-        assert!(
-            got.iter()
-                .any(|d| d.starts_with("elastic-rendezvous-timeout ")),
-            "{got:?}"
+            "elastic-rendezvous-timeout ",
         );
     }
 
@@ -913,20 +908,10 @@ mod tests {
             "    torch.cuda.set_device(rank)\n",
             "RuntimeError: CUDA error: invalid device ordinal\n",
         );
-        let got = digest(text.as_bytes(), &rules);
-        assert!(
-            got.iter()
-                .any(|d| d.starts_with("cuda-invalid-device Some(2) ")),
-            "{got:?}"
-        );
+        assert_digest_has(text.as_bytes(), &rules, "cuda-invalid-device Some(2) ");
         // A line with its own prefix after the header is its rank's.
         let text = "-- Process 2 terminated with the following error:\n[rank0]: RuntimeError: CUDA error: invalid device ordinal\n";
-        let got = digest(text.as_bytes(), &rules);
-        assert!(
-            got.iter()
-                .any(|d| d.starts_with("cuda-invalid-device Some(0) ")),
-            "{got:?}"
-        );
+        assert_digest_has(text.as_bytes(), &rules, "cuda-invalid-device Some(0) ");
     }
 
     /// A rank's message hard-wrapped by a paste keeps its rank on the lines
@@ -936,18 +921,12 @@ mod tests {
     fn wrapped_lines_keep_their_rank() {
         let rules = builtin();
         let text = "[rank6]:[E429 13:55:49.384372190 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank 6] ProcessGroupNCCL'\ns watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives. This typically indi\n";
-        let got = digest(text.as_bytes(), &rules);
-        assert!(
-            got.iter()
-                .any(|d| d.starts_with("nccl-watchdog-hang Some(6) ")),
-            "{got:?}"
-        );
+        assert_digest_has(text.as_bytes(), &rules, "nccl-watchdog-hang Some(6) ");
         let text = "[rank3]: step 12 | loss 2.5\n/pytorch/aten/src/ATen/native/cuda/Loss.cu:245: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.\n";
-        let got = digest(text.as_bytes(), &rules);
-        assert!(
-            got.iter()
-                .any(|d| d.starts_with("cuda-kernel-assertion-failed None ")),
-            "{got:?}"
+        assert_digest_has(
+            text.as_bytes(),
+            &rules,
+            "cuda-kernel-assertion-failed None ",
         );
     }
 
