@@ -15,7 +15,7 @@
 //! (`background.txt`: NCCL INFO lines, dmesg, nvidia-smi, metric lines) is
 //! dear, and every piece costs a little more until the cover fits one Teddy
 //! pass of 64 fingerprints (one pass with a few more hits to confirm is far
-//! cheaper than two). Past three passes the block search is one
+//! cheaper than two). Past four passes the block search is one
 //! Aho-Corasick DFA over the fingerprints, whose speed barely depends on how
 //! many there are.
 
