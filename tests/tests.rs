@@ -15,6 +15,7 @@ mod prefixes;
 mod processes;
 mod rules;
 mod run_dirs;
+mod source_messages;
 mod timeline;
 mod tracebacks;
 mod util;
