@@ -4,7 +4,7 @@
 //! on its own and after the head of a Python traceback. The floor is the
 //! number read right when the list was made; rules may only raise it.
 
-use crate::util::{root, Scratch};
+use crate::util::{builtin_rules, root, Scratch};
 
 /// Messages of the list named right (either form), as measured.
 const FLOOR: usize = 603;
@@ -48,12 +48,7 @@ fn the_frameworks_fatal_messages_are_read_by_meaning() {
             m.category
         );
     }
-    let rules = coroner_rules::RuleSet::load(&coroner_rules::RuleSources {
-        builtin: true,
-        dirs: Vec::new(),
-        builtin_names: true,
-    })
-    .unwrap_or_else(|e| panic!("built-in rules: {e:?}"));
+    let rules = builtin_rules();
     let scratch = Scratch::new("source-messages");
     let head = "Traceback (most recent call last):\n  File \"train.py\", line 10, in <module>\n    main()\n";
     let mut right = 0;

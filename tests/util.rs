@@ -95,3 +95,13 @@ impl Drop for Scratch {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The built-in rules, loaded once per caller for in-process analysis.
+pub fn builtin_rules() -> coroner_rules::RuleSet {
+    coroner_rules::RuleSet::load(&coroner_rules::RuleSources {
+        builtin: true,
+        dirs: Vec::new(),
+        builtin_names: true,
+    })
+    .unwrap_or_else(|e| panic!("built-in rules: {e:?}"))
+}

@@ -108,12 +108,7 @@ fn run_all(cases: &[Case]) -> Vec<Outcome> {
     // The rules are loaded once and every case is analysed in this
     // process: starting the binary 900 times would mostly measure rule
     // compilation. The binary's own path is tested in `cli.rs`.
-    let rules = coroner_rules::RuleSet::load(&coroner_rules::RuleSources {
-        builtin: true,
-        dirs: Vec::new(),
-        builtin_names: true,
-    })
-    .unwrap_or_else(|e| panic!("built-in rules: {e:?}"));
+    let rules = crate::util::builtin_rules();
     let host_core = coroner_hostcore::Options::default();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<std::sync::Mutex<Option<Outcome>>> =
