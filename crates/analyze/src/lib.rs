@@ -135,9 +135,17 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
         host_core: Some(&host_core),
         ..options
     };
+    let plan = Plan {
+        parts,
+        metrics: if discovery.inputs.len() > MANY_INPUTS {
+            scan::MetricSampling::Sparse
+        } else {
+            scan::MetricSampling::Dense
+        },
+    };
     let scanned = parallel_map(&discovery.inputs, |index, input| {
         let mut own = FindingTable::for_input(index);
-        let summary = analyze_input(input, rules, &mut own, parts, options);
+        let summary = analyze_input(input, rules, &mut own, plan, options);
         (summary, own)
     });
     for (summary, own) in scanned {
@@ -199,6 +207,19 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     }
 }
 
+/// More inputs than this in one run (a directory of thousands of per-rank
+/// files) have their metric lines sampled sparsely.
+const MANY_INPUTS: usize = 1024;
+
+/// How each input of a run is scanned.
+#[derive(Clone, Copy)]
+struct Plan {
+    /// Parts a large file is scanned in, on as many threads.
+    parts: usize,
+    /// How densely metric lines are sampled.
+    metrics: scan::MetricSampling,
+}
+
 /// The path and size of an input worth scanning in `parts` parts: a large,
 /// regular, uncompressed file.
 fn splittable<'a>(
@@ -244,7 +265,7 @@ fn analyze_input(
     input: &Input,
     rules: &RuleSet,
     table: &mut FindingTable,
-    parts: usize,
+    plan: Plan,
     options: Options<'_>,
 ) -> InputSummary {
     let opened = match open(input) {
@@ -258,14 +279,14 @@ fn analyze_input(
     };
     match opened.kind {
         kind if kind.is_text() => {
-            let metrics = match splittable(input, &opened, parts) {
+            let metrics = match splittable(input, &opened, plan.parts) {
                 Some((path, size)) => {
                     drop(opened);
                     let file = split::SplitFile {
                         path,
                         size,
                         kind,
-                        parts,
+                        parts: plan.parts,
                     };
                     match split::scan_split(
                         input,
@@ -310,7 +331,7 @@ fn analyze_input(
                         offset: 0,
                         after: None::<&[u8]>,
                         live,
-                        metrics: true,
+                        metrics: plan.metrics,
                     };
                     scan::scan_part(
                         input,

@@ -34,6 +34,23 @@ const METRIC_ALL_LINES_BELOW: usize = 64 << 10;
 /// trends, at a small fraction of the cost of parsing every metric line of a
 /// multi-GB log or of hundreds of rank files.
 const METRIC_SAMPLES_PER_BLOCK: usize = 64;
+/// Lines of any block offered when an input is one of very many: enough
+/// for every trend's minimum number of samples.
+const SPARSE_METRIC_SAMPLES_PER_BLOCK: usize = 32;
+
+/// How densely a part's lines are offered to the metric collector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MetricSampling {
+    /// Not at all: text coroner wrote, or a rule example.
+    Off,
+    /// Every line of a small block, [`METRIC_SAMPLES_PER_BLOCK`] of a
+    /// large one.
+    Dense,
+    /// [`SPARSE_METRIC_SAMPLES_PER_BLOCK`] lines of every block: for one
+    /// input among thousands (a directory of per-rank files), where parsing
+    /// every metric line of each would cost more than the rest of the scan.
+    Sparse,
+}
 
 /// The last lines handled, for the context of evidence found later.
 #[derive(Debug, Default)]
@@ -99,6 +116,7 @@ struct TextScan<'a> {
     truncated: u64,
     /// `None` when the part's metrics are not wanted.
     metrics: Option<MetricCollector>,
+    metric_sampling: MetricSampling,
     tracebacks: TracebackReader,
     read_tracebacks: Vec<RankedTraceback>,
     stacks: StackDumpReader,
@@ -215,7 +233,7 @@ pub(crate) fn scan_text(
         offset: 0,
         after: None::<&[u8]>,
         live: false,
-        metrics: false,
+        metrics: MetricSampling::Off,
     };
     scan_part(input, kind, part, rules, table, summary, None);
 }
@@ -232,9 +250,9 @@ pub(crate) struct Part<R, A> {
     /// Hand lines to the rules as soon as they arrive (following a growing
     /// input) rather than a full buffer at a time.
     pub live: bool,
-    /// Sample training-metric lines for trends (a log of the job, not text
+    /// How to sample training-metric lines for trends (off for text
     /// coroner wrote or a rule example).
-    pub metrics: bool,
+    pub metrics: MetricSampling,
 }
 
 /// Called with each new finding when it is first seen.
@@ -276,7 +294,8 @@ pub(crate) fn scan_part(
         matches: Vec::new(),
         line: 0,
         truncated: 0,
-        metrics: part.metrics.then(MetricCollector::new),
+        metrics: (part.metrics != MetricSampling::Off).then(MetricCollector::new),
+        metric_sampling: part.metrics,
         tracebacks: TracebackReader::new(),
         read_tracebacks: Vec::new(),
         stacks: StackDumpReader::new(),
@@ -396,10 +415,10 @@ impl TextScan<'_> {
         if self.metrics.is_none() {
             return;
         }
-        let step = if bytes.len() < METRIC_ALL_LINES_BELOW {
-            1
-        } else {
-            bytes.len() / METRIC_SAMPLES_PER_BLOCK
+        let step = match self.metric_sampling {
+            MetricSampling::Sparse => bytes.len() / SPARSE_METRIC_SAMPLES_PER_BLOCK,
+            _ if bytes.len() < METRIC_ALL_LINES_BELOW => 1,
+            _ => bytes.len() / METRIC_SAMPLES_PER_BLOCK,
         };
         let mut pos = 0;
         let mut number = self.line + 1;
@@ -787,6 +806,60 @@ mod tests {
             &mut summary,
         );
         table.digest(rules)
+    }
+
+    /// The trends read from `text` with the given sampling.
+    fn trends_with(text: &[u8], sampling: MetricSampling) -> Vec<String> {
+        let input = Input {
+            display: "rank3.log".to_owned(),
+            source: InputSource::Stdin,
+            rank: Some(3),
+            explicit: true,
+        };
+        let rules = RuleSet::new(Vec::new()).unwrap_or_else(|e| panic!("{e:?}"));
+        let mut table = FindingTable::for_input(0);
+        let mut summary = InputSummary::new("rank3.log", InputKind::Log);
+        let part = Part {
+            reader: text,
+            offset: 0,
+            after: None::<&[u8]>,
+            live: false,
+            metrics: sampling,
+        };
+        let (metrics, _) = scan_part(
+            &input,
+            InputKind::Log,
+            part,
+            &rules,
+            &mut table,
+            &mut summary,
+            None,
+        );
+        metrics.trends().into_iter().map(|t| t.text).collect()
+    }
+
+    /// One small per-rank log among thousands is sampled sparsely, and its
+    /// trends are still found: here throughput falling to a tenth.
+    #[test]
+    fn sparse_sampling_still_finds_a_small_logs_trend() {
+        let mut log = String::new();
+        for step in 1..=200u32 {
+            let tokens = if step <= 100 { 100_000 } else { 9_000 };
+            let loss = 2.0 - f64::from(step) / 1000.0;
+            log.push_str(&format!(
+                "step {step} | loss {loss:.4} | lr 3.0e-04 | tokens/s {tokens}\n"
+            ));
+        }
+        assert!(log.len() < METRIC_ALL_LINES_BELOW);
+        let dense = trends_with(log.as_bytes(), MetricSampling::Dense);
+        let sparse = trends_with(log.as_bytes(), MetricSampling::Sparse);
+        // The same trend, found at a sampled line near the first slow one.
+        let same = |t: &String| {
+            t.starts_with("trend: throughput falls from 100000.0 tokens/s") && t.ends_with("-91.0%")
+        };
+        assert!(dense.len() == 1 && dense.iter().all(same), "{dense:?}");
+        assert!(sparse.len() == 1 && sparse.iter().all(same), "{sparse:?}");
+        assert!(trends_with(log.as_bytes(), MetricSampling::Off).is_empty());
     }
 
     /// Fails unless scanning `text` gives a finding whose digest starts

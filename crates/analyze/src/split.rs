@@ -7,7 +7,7 @@
 //! only to complete the rule windows and evidence contexts open there.
 
 use crate::findings::FindingTable;
-use crate::scan::{scan_part, OnFinding, Part};
+use crate::scan::{scan_part, MetricSampling, OnFinding, Part};
 use coroner_ingest::Input;
 use coroner_metrics::MetricCollector;
 use coroner_model::{InputKind, InputSummary};
@@ -143,7 +143,7 @@ fn scan_range(
         offset: start,
         after: (end < file.size).then_some(after),
         live: false,
-        metrics: true,
+        metrics: MetricSampling::Dense,
     };
     let (metrics, open_at_end) = scan_part(
         input,

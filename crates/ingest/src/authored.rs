@@ -181,7 +181,7 @@ impl Ends {
             before_last_newline(&self.head)
         };
         let tail = after_first_newline(&self.tail);
-        (String::from_utf8_lossy(head), String::from_utf8_lossy(tail))
+        (crate::text::lossy(head), crate::text::lossy(tail))
     }
 }
 
@@ -204,7 +204,7 @@ fn is_source(ends: &Ends) -> bool {
     // without the content sniffing that tells a log from the other kinds.
     let shaped = ends.head.starts_with(b"#!") || {
         let (head, tail) = ends.texts();
-        LineShapes::of(&head).add(LineShapes::of(&tail)).is_python()
+        LineShapes::is_python_source(&[&head, &tail])
     };
     shaped && ends.is_plain_text()
 }

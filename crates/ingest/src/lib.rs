@@ -46,6 +46,7 @@ mod sigbus;
 mod source;
 #[cfg(test)]
 mod test_support;
+mod text;
 mod walk;
 mod xz_streams;
 mod zstd_frames;

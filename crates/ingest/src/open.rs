@@ -227,7 +227,7 @@ pub fn detect_kind(head: &[u8]) -> InputKind {
         return InputKind::Binary;
     }
     let has = |needle: &[u8]| memchr::memmem::find(head, needle).is_some();
-    let text = String::from_utf8_lossy(head);
+    let text = crate::text::lossy(head);
     if has(b"NVIDIA-SMI ")
         || has(b"==============NVSMI LOG==============")
         || is_query_gpu_csv(&text)
@@ -236,6 +236,7 @@ pub fn detect_kind(head: &[u8]) -> InputKind {
     }
     // Most heads name no NCCL at all: then no line needs looking at for it.
     let any_nccl = has(b" NCCL ");
+    let any_kernel_tag = has(b" kernel: ");
     let mut lines = 0usize;
     let mut nccl = 0usize;
     let mut kernel = 0usize;
@@ -244,7 +245,7 @@ pub fn detect_kind(head: &[u8]) -> InputKind {
         if any_nccl && (line.contains(" NCCL INFO ") || line.contains(" NCCL WARN ")) {
             nccl += 1;
         }
-        if is_kernel_line(line) {
+        if is_kernel_line(line, any_kernel_tag) {
             kernel += 1;
         }
     }
@@ -290,7 +291,7 @@ fn is_query_gpu_csv(text: &str) -> bool {
 
 /// A dmesg line (`[   12.345678] text`, or with `dmesg -T` `[Sun Nov 29
 /// 21:00:10 2026] text`) or a syslog/journal kernel line.
-fn is_kernel_line(line: &str) -> bool {
+fn is_kernel_line(line: &str, any_kernel_tag: bool) -> bool {
     let t = line.trim_start();
     if let Some(rest) = t.strip_prefix('[') {
         if let Some(close) = rest.find(']') {
@@ -300,13 +301,20 @@ fn is_kernel_line(line: &str) -> bool {
             return seconds || is_ctime(stamp);
         }
     }
-    line.contains(" kernel: ")
+    any_kernel_tag && line.contains(" kernel: ")
 }
 
 /// `Sun Nov 29 21:00:10 2026`: weekday, month, day, time, year.
 fn is_ctime(stamp: &str) -> bool {
-    let parts: Vec<&str> = stamp.split_whitespace().collect();
-    let [weekday, month, day, time, year] = parts.as_slice() else {
+    let mut parts = stamp.split_whitespace();
+    let (Some(weekday), Some(month), Some(day), Some(time), Some(year), None) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
         return false;
     };
     let word = |w: &str| w.len() == 3 && w.chars().all(|c| c.is_ascii_alphabetic());
@@ -326,11 +334,16 @@ fn looks_binary(head: &[u8]) -> bool {
     if head.is_empty() {
         return false;
     }
-    let nul = head.iter().filter(|&&b| b == 0).count();
-    let control = head
+    // Bytes below 0x20, less those text has (tab, newline, CR, form feed,
+    // backspace, escape for colours) and NUL (counted apart): each a
+    // count that runs on vectors.
+    let nul = bytecount::count(head, 0);
+    let below_space = head.iter().filter(|&&b| b < 0x20).count();
+    let text_controls: usize = [b'\t', b'\n', b'\r', 0x0c, 0x08, 0x1b]
         .iter()
-        .filter(|&&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x08 | 0x1b | 0))
-        .count();
+        .map(|&c| bytecount::count(head, c))
+        .sum();
+    let control = below_space.saturating_sub(text_controls + nul);
     nul * 100 > head.len() || control * 10 > head.len()
 }
 
@@ -363,6 +376,23 @@ mod tests {
         core[18] = 0x3e;
         assert_eq!(detect_kind(&core), InputKind::ElfCore);
         assert_eq!(detect_kind(&[0u8; 64]), InputKind::Binary);
+    }
+
+    #[test]
+    fn control_bytes_make_binary_but_text_controls_do_not() {
+        // One byte in five a control byte text never has: binary.
+        let mut data = b"abcd\x01".repeat(100);
+        assert_eq!(detect_kind(&data), InputKind::Binary);
+        // One in twenty: still text.
+        data = b"abcdefghijklmnopqrs\x01".repeat(100);
+        assert_eq!(detect_kind(&data), InputKind::Log);
+        // Tabs, CRs, form feeds, backspaces and colour escapes are text.
+        let log = b"\x1b[31mstep\t1\x08\x0c\r\n".repeat(100);
+        assert_eq!(detect_kind(&log), InputKind::Log);
+        // NUL bytes count apart: one in fifty is binary.
+        let mut nuls = b"x".repeat(4900);
+        nuls.extend_from_slice(&[0; 100]);
+        assert_eq!(detect_kind(&nuls), InputKind::Binary);
     }
 
     #[test]

@@ -24,30 +24,38 @@ pub(crate) struct LineShapes {
 
 impl LineShapes {
     /// Counts the non-blank lines of `text`.
+    #[cfg(test)]
     pub(crate) fn of(text: &str) -> LineShapes {
-        let mut shapes = LineShapes::default();
-        let mut in_string = false;
-        for line in text.lines() {
-            let line = line.trim_end();
-            if line.is_empty() {
-                continue;
+        let mut reader = ShapeReader::default();
+        text.lines().for_each(|line| reader.read(line));
+        reader.shapes
+    }
+
+    /// Whether `texts` (pieces of one file, such as its head and tail)
+    /// together are plainly Python source ([`LineShapes::is_python`]).
+    /// Stops at the first line after which they cannot be: in a log that
+    /// is within its first few lines.
+    pub(crate) fn is_python_source(texts: &[&str]) -> bool {
+        // At least as many lines as the texts have non-blank ones.
+        let bound: usize = texts
+            .iter()
+            .map(|t| bytecount::count(t.as_bytes(), b'\n') + 1)
+            .sum();
+        let mut total = LineShapes::default();
+        for text in texts {
+            let mut reader = ShapeReader::default();
+            for line in text.lines() {
+                reader.read(line);
+                let so_far = total.add(reader.shapes);
+                // `is_python` wants code in nine lines of ten and a log
+                // line in at most one of fifty, of at most `bound` lines.
+                if (so_far.log + so_far.other) * 10 > bound || so_far.log * 50 > bound {
+                    return false;
+                }
             }
-            // A triple-quoted string (a docstring, a usage text) may hold
-            // anything: its lines count as code.
-            let quotes = line.matches("\"\"\"").count() + line.matches("'''").count();
-            if in_string || quotes > 0 {
-                shapes.code += 1;
-                in_string ^= quotes % 2 == 1;
-                continue;
-            }
-            match shape(line) {
-                Shape::Statement => shapes.statements += 1,
-                Shape::Code => shapes.code += 1,
-                Shape::Log => shapes.log += 1,
-                Shape::Other => shapes.other += 1,
-            }
+            total = total.add(reader.shapes);
         }
-        shapes
+        total.is_python()
     }
 
     /// Both counts together.
@@ -68,6 +76,42 @@ impl LineShapes {
         self.statements > 0
             && (self.statements + self.code) * 10 >= total * 9
             && self.log * 50 <= total
+    }
+}
+
+/// Shapes of lines read one at a time.
+#[derive(Default)]
+struct ShapeReader {
+    shapes: LineShapes,
+    /// Inside a triple-quoted string.
+    in_string: bool,
+}
+
+impl ShapeReader {
+    fn read(&mut self, line: &str) {
+        let line = line.trim_end();
+        if line.is_empty() {
+            return;
+        }
+        // A triple-quoted string (a docstring, a usage text) may hold
+        // anything: its lines count as code.
+        let quotes = if line.contains(['"', '\'']) {
+            line.matches("\"\"\"").count() + line.matches("'''").count()
+        } else {
+            0
+        };
+        let shapes = &mut self.shapes;
+        if self.in_string || quotes > 0 {
+            shapes.code += 1;
+            self.in_string ^= quotes % 2 == 1;
+            return;
+        }
+        match shape(line) {
+            Shape::Statement => shapes.statements += 1,
+            Shape::Code => shapes.code += 1,
+            Shape::Log => shapes.log += 1,
+            Shape::Other => shapes.other += 1,
+        }
     }
 }
 
@@ -195,8 +239,18 @@ fn is_statement(text: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// Whether `text` is Python, by the early-stopping reading; the full
+    /// count must agree with it on every text and on every cut into head
+    /// and tail.
     fn python(text: &str) -> bool {
-        LineShapes::of(text).is_python()
+        let full = LineShapes::of(text).is_python();
+        assert_eq!(LineShapes::is_python_source(&[text]), full, "{text:?}");
+        for (at, _) in text.match_indices('\n') {
+            let (head, tail) = text.split_at(at + 1);
+            let together = LineShapes::of(head).add(LineShapes::of(tail)).is_python();
+            assert_eq!(LineShapes::is_python_source(&[head, tail]), together);
+        }
+        full
     }
 
     const TRAIN_PY: &str = r#""""Train a model.

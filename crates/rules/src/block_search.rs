@@ -11,6 +11,7 @@
 use crate::buckets::{order_for_buckets, NibbleShares};
 use aho_corasick::packed;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Input, MatchKind};
+use std::collections::HashMap;
 
 /// Most fingerprints one Teddy searcher takes.
 pub(crate) const TEDDY_MAX: usize = 64;
@@ -116,25 +117,35 @@ impl BlockSearch {
         literals: Vec<Literal>,
         folded: bool,
     ) -> BlockSearch {
-        let holders = prints
+        // Each literal's windows of every fingerprint length, looked up in
+        // an index of the fingerprints: one pass over the literals, not one
+        // per fingerprint.
+        let index: HashMap<&[u8], usize> = prints
             .iter()
-            .map(|p| {
-                let mut at = Vec::new();
-                for (l, lit) in literals.iter().enumerate() {
-                    let bytes = if folded && lit.exact {
-                        lit.bytes.to_ascii_lowercase()
-                    } else {
-                        lit.bytes.clone()
+            .enumerate()
+            .map(|(i, p)| (p.as_slice(), i))
+            .collect();
+        let mut lengths: Vec<usize> = prints.iter().map(Vec::len).collect();
+        lengths.sort_unstable();
+        lengths.dedup();
+        let mut holders: Vec<Vec<(usize, usize)>> = vec![Vec::new(); prints.len()];
+        for (l, lit) in literals.iter().enumerate() {
+            let bytes = if folded && lit.exact {
+                lit.bytes.to_ascii_lowercase()
+            } else {
+                lit.bytes.clone()
+            };
+            for (offset, _) in bytes.iter().enumerate() {
+                for &len in &lengths {
+                    let Some(window) = bytes.get(offset..offset + len) else {
+                        break;
                     };
-                    for (offset, w) in bytes.windows(p.len()).enumerate() {
-                        if w == p.as_slice() {
-                            at.push((l, offset));
-                        }
+                    if let Some(at) = index.get(window).and_then(|&p| holders.get_mut(p)) {
+                        at.push((l, offset));
                     }
                 }
-                at
-            })
-            .collect();
+            }
+        }
         let longest = prints.iter().map(Vec::len).max().unwrap_or(0);
         let short = prints
             .iter()

@@ -94,10 +94,23 @@ impl LiteralGroup {
 impl Prefilter {
     /// The prefilter of the rules that apply to inputs of `kind`.
     pub(crate) fn new(rules: &[Rule], kind: InputKind) -> Prefilter {
-        let groups = [false, true]
-            .into_iter()
-            .filter_map(|exact| LiteralGroup::new(rules, kind, exact))
-            .collect();
+        // The literal automatons are built on a thread of their own, next
+        // to the fingerprint searches: together they are most of the time
+        // a run takes to start.
+        let group = |exact| LiteralGroup::new(rules, kind, exact);
+        std::thread::scope(|scope| {
+            let folded = scope.spawn(|| group(false));
+            let searches = Self::searches_of(rules, kind);
+            let exact = group(true);
+            let folded = folded.join().unwrap_or_else(|_| group(false));
+            let groups = [folded, exact].into_iter().flatten().collect();
+            Prefilter { groups, searches }
+        })
+    }
+
+    /// The block-wide fingerprint searches of the rules that apply to
+    /// inputs of `kind`.
+    fn searches_of(rules: &[Rule], kind: InputKind) -> Vec<BlockSearch> {
         // Fingerprints of case-insensitive literals are searched in the
         // lowercased block. So are those of exact-case literals long enough
         // for a case-folded fingerprint to stay rare (the line is then
@@ -150,7 +163,7 @@ impl Prefilter {
                 &NibbleShares::new(&background),
             ));
         }
-        Prefilter { groups, searches }
+        searches
     }
 
     /// The block-wide fingerprint searches: where none finds anything, no
