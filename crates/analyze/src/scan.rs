@@ -12,7 +12,7 @@
 //! holding ANSI escapes (which can split a literal).
 
 use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
-use coroner_ingest::{clean_line, Block, BlockReader, MAX_LINE};
+use coroner_ingest::{clean_line, has_html_reference, Block, BlockReader, MAX_LINE};
 use coroner_logs::{
     continues_message, embedded_message, spawned_process, strip_rank_prefix, Prefixed,
     RankedTraceback, StackDumpReader, TracebackReader,
@@ -460,7 +460,9 @@ impl TextScan<'_> {
     /// Scans a block of whole lines starting at input offset `offset`.
     fn block(&mut self, bytes: &[u8], offset: u64) {
         self.sample_metrics(bytes);
-        let escapes = memchr::memchr(0x1b, bytes).is_some();
+        // Colour codes or a web page's character references can stand
+        // inside a rule's literal: then every line is cleaned first.
+        let escapes = memchr::memchr(0x1b, bytes).is_some() || has_html_reference(bytes);
         if !escapes {
             self.lowered.clear();
             self.lowered
@@ -836,6 +838,27 @@ mod tests {
             None,
         );
         metrics.trends().into_iter().map(|t| t.text).collect()
+    }
+
+    /// A log copied from an issue thread reads as the log: quoted with
+    /// `> `, with its quotes and brackets escaped as a web page escapes
+    /// them, or with file names turned into links.
+    #[test]
+    fn a_log_copied_from_a_web_page_reads_as_the_log() {
+        let rules = builtin();
+        let log = "Traceback (most recent call last):\n  File \"/w/train.py\", line 9, in <module>\n    main()\nRuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, unhandled cuda error, NCCL version 2.14.3\nncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'out of memory'\n";
+        let plain = digest(log.as_bytes(), &rules);
+        assert!(!plain.is_empty());
+        let quoted: String = log.lines().map(|l| format!("> {l}\n")).collect();
+        let escaped = log
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&#39;");
+        let linked = log.replace("train.py", "[train.py](http://train.py/)");
+        for copy in [quoted, escaped, linked] {
+            assert_eq!(digest(copy.as_bytes(), &rules), plain, "{copy}");
+        }
     }
 
     /// One small per-rank log among thousands is sampled sparsely, and its

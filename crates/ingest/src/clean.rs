@@ -1,13 +1,138 @@
-/// Copies `raw` into `out` without a trailing CR and without ANSI escape
-/// sequences (CSI `ESC [ ... final`, OSC `ESC ] ... BEL|ST`, and two-byte
-/// `ESC x`). Returns `out` for chaining.
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_till1};
+use nom::character::complete::char;
+use nom::sequence::{delimited, preceded, terminated};
+use nom::{IResult, Parser};
+
+/// Copies `raw` into `out` without what terminals and web pages add to a
+/// line: a trailing CR, ANSI escape sequences (CSI `ESC [ ... final`, OSC
+/// `ESC ] ... BEL|ST`, and two-byte `ESC x`), Markdown quote markers at its
+/// start (`> `, `> > `), the HTML character references of the five
+/// characters pages escape (`&lt;`, `&quot;`, `&#39;`, ...), and the links
+/// an issue tracker makes of file names (`[net_ib.cc:101](http://net_ib.cc:101/)`
+/// becomes `net_ib.cc:101`). Returns `out` for chaining.
 pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
     out.clear();
     let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
     if memchr::memchr(0x1b, raw).is_none() {
         out.extend_from_slice(raw);
-        return out;
+    } else {
+        strip_escapes(raw, out);
     }
+    strip_quote_markers(out);
+    if memchr::memchr(b'&', out).is_some() {
+        decode_references(out);
+    }
+    if memchr::memmem::find(out, b"](http").is_some() {
+        unlink(out);
+    }
+    out
+}
+
+/// Whether `bytes` hold an HTML character reference that [`clean_line`]
+/// decodes: a text copied from a web page, whose lines must be cleaned
+/// before anything is searched in them.
+pub fn has_html_reference(bytes: &[u8]) -> bool {
+    memchr::memchr_iter(b'&', bytes).any(|at| bytes.get(at..).and_then(reference_at).is_some())
+}
+
+/// The character references decoded, and the byte each stands for.
+const REFERENCES: [(&[u8], u8); 9] = [
+    (b"&lt;", b'<'),
+    (b"&gt;", b'>'),
+    (b"&amp;", b'&'),
+    (b"&quot;", b'"'),
+    (b"&#34;", b'"'),
+    (b"&#39;", b'\''),
+    (b"&#x27;", b'\''),
+    (b"&apos;", b'\''),
+    (b"&nbsp;", b' '),
+];
+
+/// The reference at the start of `bytes`: its length and its byte.
+fn reference_at(bytes: &[u8]) -> Option<(usize, u8)> {
+    REFERENCES
+        .iter()
+        .find(|(name, _)| bytes.starts_with(name))
+        .map(|(name, byte)| (name.len(), *byte))
+}
+
+/// Decodes [`REFERENCES`] in place, in one pass (so `&amp;lt;` is `&lt;`).
+fn decode_references(out: &mut Vec<u8>) {
+    let (mut read, mut write) = (0, 0);
+    while let Some((&first, _)) = out.get(read..).and_then(<[u8]>::split_first) {
+        let found = out.get(read..).and_then(reference_at);
+        let (len, byte) = found.unwrap_or((1, first));
+        if let Some(slot) = out.get_mut(write) {
+            *slot = byte;
+        }
+        write += 1;
+        read += len;
+    }
+    out.truncate(write);
+}
+
+/// Removes Markdown quote markers from the start of the line: `>` followed
+/// by a space or the line's end, any number of times. A prompt such as
+/// `>>> ` is not a marker.
+fn strip_quote_markers(out: &mut Vec<u8>) {
+    let mut at = 0;
+    while out.get(at) == Some(&b'>') {
+        match out.get(at + 1) {
+            Some(b' ') => at += 2,
+            None => at += 1,
+            Some(_) => break,
+        }
+    }
+    if at > 0 {
+        out.drain(..at);
+    }
+}
+
+/// `[text](http://text/)`: an issue tracker's automatic link around a
+/// file or host name; `text`, and the rest of the input after the link.
+fn autolink(s: &[u8]) -> IResult<&[u8], &[u8]> {
+    let text = delimited(
+        char('['),
+        take_till1(|c| matches!(c, b']' | b'[' | b' ')),
+        tag(&b"]("[..]),
+    );
+    let url = preceded(
+        alt((tag(&b"http://"[..]), tag(&b"https://"[..]))),
+        terminated(take_till1(|c| matches!(c, b')' | b' ')), char(')')),
+    );
+    let (rest, (text, url)) = (text, url).parse(s)?;
+    let url = url.strip_suffix(b"/").unwrap_or(url);
+    if url.eq_ignore_ascii_case(text) {
+        Ok((rest, text))
+    } else {
+        Err(nom::Err::Error(nom::error::Error::new(
+            s,
+            nom::error::ErrorKind::Verify,
+        )))
+    }
+}
+
+/// Replaces every [`autolink`] in the line with its text.
+fn unlink(out: &mut Vec<u8>) {
+    let mut result = Vec::with_capacity(out.len());
+    let mut rest: &[u8] = out;
+    while let Some((&first, after)) = rest.split_first() {
+        if first == b'[' {
+            if let Ok((after_link, text)) = autolink(rest) {
+                result.extend_from_slice(text);
+                rest = after_link;
+                continue;
+            }
+        }
+        result.push(first);
+        rest = after;
+    }
+    *out = result;
+}
+
+/// Copies `raw` into `out` without its ANSI escape sequences.
+fn strip_escapes(raw: &[u8], out: &mut Vec<u8>) {
     let mut bytes = raw.iter().copied();
     while let Some(b) = bytes.next() {
         if b != 0x1b {
@@ -37,7 +162,6 @@ pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
             Some(_) | None => {}
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -57,6 +181,38 @@ mod tests {
             b"ERROR: CUDA error"
         );
         assert_eq!(clean(b"\x1b]0;title\x07text"), b"text");
+    }
+
+    #[test]
+    fn strips_what_web_pages_add() {
+        assert_eq!(
+            clean(b"  File &quot;/x/train.py&quot;, line 5, in &lt;module&gt;"),
+            b"  File \"/x/train.py\", line 5, in <module>"
+        );
+        assert_eq!(
+            clean(b"NCCL WARN Cuda failure &#39;out of memory&#39; &amp;&amp; &amp;lt;"),
+            b"NCCL WARN Cuda failure 'out of memory' && &lt;"
+        );
+        assert_eq!(clean(b"> > RuntimeError: x"), b"RuntimeError: x");
+        assert_eq!(clean(b">"), b"");
+        assert_eq!(clean(b">>> import torch"), b">>> import torch");
+        assert_eq!(clean(b"a > b"), b"a > b");
+        assert_eq!(
+            clean(b"n1:1:2 [0] transport/[net_ib.cc:101](http://net_ib.cc:101/) NCCL WARN"),
+            b"n1:1:2 [0] transport/net_ib.cc:101 NCCL WARN"
+        );
+        assert_eq!(
+            clean(b"File \"[train.py](https://train.py)\", line 3"),
+            b"File \"train.py\", line 3"
+        );
+        // A real link keeps its address.
+        assert_eq!(
+            clean(b"see [docs](https://pytorch.org/docs)"),
+            b"see [docs](https://pytorch.org/docs)"
+        );
+        assert_eq!(clean(b"[a](http://a"), b"[a](http://a");
+        assert!(has_html_reference(b"x &gt; y"));
+        assert!(!has_html_reference(b"https://hf.co/x?a=1&b=2"));
     }
 
     #[test]
