@@ -663,7 +663,10 @@ impl TextScan<'_> {
             self.scanner
                 .feed_joined(&self.joinable.run(), &mut self.matches);
         }
-        let quiet = feed == Feed::All && self.scanner.is_quiet(prefixed.rest);
+        // Quiet by the whole line: a literal in what a prefix holds (a
+        // level such as `[ERROR]`) keeps the line for the lines that may
+        // continue it.
+        let quiet = feed == Feed::All && self.scanner.is_quiet(&text);
         match feed {
             Feed::All if quiet => {}
             Feed::All => {

@@ -117,31 +117,60 @@ fn c10d_rank(s: &str) -> Option<u32> {
     rest.starts_with(']').then_some(number)
 }
 
-/// `s` without a leading RFC 3339 time with `T` and a zone (`Z` or
-/// `+01:00`) followed by a space.
+/// `s` without the time a collector or a logging setup puts in front of
+/// every line, followed by a space (or ` - `, ` | `): an RFC 3339 time
+/// (`2026-11-29T21:00:10.123Z`), or a date and a time of day, bracketed or
+/// not (`2026-11-29 21:00:10,123`, `[2026-11-29 21:00:10]`), and then a
+/// level word, bracketed or not (`INFO`, `[ERROR]`), with its separator.
 fn strip_collector_time(s: &str) -> &str {
     fn digits<'a>(
         n: usize,
     ) -> impl Parser<&'a str, Output = &'a str, Error = nom::error::Error<&'a str>> {
         take_while_m_n(n, n, |c: char| c.is_ascii_digit())
     }
-    let stamp = recognize((
-        (
-            digits(4),
-            char('-'),
-            digits(2),
-            char('-'),
-            digits(2),
-            char('T'),
-        ),
-        (digits(2), char(':'), digits(2), char(':'), digits(2)),
-        opt((one_of(".,"), digit1)),
-        alt((
+    let date_time = || {
+        let zone = alt((
             recognize(char('Z')),
-            recognize((one_of("+-"), digits(2), char(':'), digits(2))),
-        )),
+            recognize((one_of("+-"), digits(2), opt(char(':')), digits(2))),
+        ));
+        (
+            (
+                digits(4),
+                char('-'),
+                digits(2),
+                char('-'),
+                digits(2),
+                one_of("T "),
+            ),
+            (digits(2), char(':'), digits(2), char(':'), digits(2)),
+            opt((one_of(".,"), digit1)),
+            opt(zone),
+        )
+    };
+    let stamp = alt((
+        recognize(delimited(char('['), date_time(), char(']'))),
+        recognize(date_time()),
     ));
-    let parsed: IResult<&str, &str> = terminated(stamp, char(' ')).parse(s);
+    let separator = || alt((tag(" - "), tag(" | "), tag(": "), tag(" ")));
+    let level_word = || {
+        alt((
+            tag("DEBUG"),
+            tag("INFO"),
+            tag("WARNING"),
+            tag("WARN"),
+            tag("ERROR"),
+            tag("CRITICAL"),
+            tag("FATAL"),
+        ))
+    };
+    let level = terminated(
+        alt((
+            recognize(delimited(char('['), level_word(), char(']'))),
+            recognize(level_word()),
+        )),
+        separator(),
+    );
+    let parsed: IResult<&str, &str> = recognize((stamp, separator(), opt(level))).parse(s);
     match parsed {
         Ok((rest, _)) => rest,
         Err(_) => s,
@@ -320,10 +349,32 @@ mod tests {
         assert!(p.rest.starts_with("RuntimeError"));
         let p = strip_rank_prefix(" 3: [rank11]: x");
         assert_eq!((p.rank, p.rest), (Some(11), "x"));
-        // A time that is the program's own, with no zone, stays.
-        let own = "2026-11-29T21:00:10 step 3";
-        assert_eq!(strip_rank_prefix(own).rest, own);
-        for line in ["12:30 lunch", "3:x", "1234567: x"] {
+        // A logging setup's date and time, with its level, go too.
+        for (line, rest) in [
+            ("2026-11-29T21:00:10 step 3", "step 3"),
+            (
+                "2026-11-29 21:00:10,123 - INFO -   File \"x.py\"",
+                "  File \"x.py\"",
+            ),
+            (
+                "[2026-11-29 21:00:10] [ERROR] RuntimeError: x",
+                "RuntimeError: x",
+            ),
+            ("2026-11-29 21:00:10.5 | WARNING | Traceback", "Traceback"),
+            (
+                "[2026-11-29 15:15:02] vm:1709:1709 [0] bootstrap.cc:114 NCCL WARN",
+                "vm:1709:1709 [0] bootstrap.cc:114 NCCL WARN",
+            ),
+        ] {
+            assert_eq!(strip_rank_prefix(line).rest, rest, "{line}");
+        }
+        for line in [
+            "12:30 lunch",
+            "3:x",
+            "1234567: x",
+            "2026-11-29 was a Sunday",
+            "2026-11-29 21:00 x",
+        ] {
             assert_eq!(strip_rank_prefix(line).rest, line, "{line}");
         }
     }
@@ -365,7 +416,6 @@ mod tests {
             "[rank] started pid=2000",
             "[rank1]started",
             "[W1129 15:15:02.540364146 ProcessGroupNCCL.cpp:1575] Warning",
-            "[2026-11-29 15:15:02] vm:1709:1709 [0] bootstrap.cc:114 NCCL WARN",
             "[0]:",
             "",
         ] {
