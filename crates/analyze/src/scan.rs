@@ -128,6 +128,11 @@ struct TextScan<'a> {
     /// The last line handled, when it held a rule's literal: the next
     /// line may be the rest of its message.
     joinable: Joinable,
+    /// The indentation every line of the input shares, removed from each:
+    /// a log pasted as an indented block (Markdown's indented code, a
+    /// list item, an email quote) reads as the log. Decided on the first
+    /// block of an input read whole from its start; `None` until then.
+    indent: Option<usize>,
 }
 
 /// The lines of a message kept to be matched joined with the next: a
@@ -304,6 +309,9 @@ pub(crate) fn scan_part(
         read_desyncs: Vec::new(),
         spawned: None,
         joinable: Joinable::default(),
+        // A part cut from a larger file, or a growing input, keeps its
+        // lines as they are: what is found never depends on the cuts.
+        indent: (part.offset != 0 || part.live || part.after.is_some()).then_some(0),
     };
     loop {
         match blocks.next_block() {
@@ -459,6 +467,9 @@ impl TextScan<'_> {
 
     /// Scans a block of whole lines starting at input offset `offset`.
     fn block(&mut self, bytes: &[u8], offset: u64) {
+        if self.indent.is_none() {
+            self.indent = Some(shared_indent(bytes));
+        }
         self.sample_metrics(bytes);
         // Colour codes or a web page's character references can stand
         // inside a rule's literal: then every line is cleaned first.
@@ -524,8 +535,9 @@ impl TextScan<'_> {
             number -= 1;
         }
         for (number, range) in tail.into_iter().rev() {
+            let cleaned = clean_line(&bytes[range], &mut self.cleaned);
             let text =
-                String::from_utf8_lossy(clean_line(&bytes[range], &mut self.cleaned)).into_owned();
+                String::from_utf8_lossy(dedent(cleaned, self.indent.unwrap_or(0))).into_owned();
             self.recent.push(number, &text);
         }
     }
@@ -595,7 +607,8 @@ impl TextScan<'_> {
     /// [`Feed::OpenWindows`] only to complete windows and contexts.
     fn match_line(&mut self, number: u64, offset: u64, raw: &[u8], feed: Feed) {
         let raw = &raw[..raw.len().min(MAX_LINE)];
-        let text = String::from_utf8_lossy(clean_line(raw, &mut self.cleaned)).into_owned();
+        let cleaned = dedent(clean_line(raw, &mut self.cleaned), self.indent.unwrap_or(0));
+        let text = String::from_utf8_lossy(cleaned).into_owned();
         let table = &mut *self.table;
         self.open_after
             .retain(|&slot| table.add_after(slot, &text, CONTEXT_LINES));
@@ -729,6 +742,42 @@ thread_local! {
     static LOOKED_AT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
+/// Indentation of a pasted block removed at most.
+const MAX_INDENT: usize = 8;
+
+/// The spaces every non-blank line of `bytes` starts with, after any
+/// colour codes (at most [`MAX_INDENT`]).
+fn shared_indent(bytes: &[u8]) -> usize {
+    let mut shared = MAX_INDENT;
+    let mut cleaned = Vec::new();
+    for raw in bytes.split(|&b| b == b'\n') {
+        let line = if raw.first() == Some(&0x1b) {
+            clean_line(raw, &mut cleaned)
+        } else {
+            raw
+        };
+        let spaces = line.iter().take_while(|&&b| b == b' ').count();
+        if line.iter().skip(spaces).all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        shared = shared.min(spaces);
+        if shared == 0 {
+            break;
+        }
+    }
+    if shared == MAX_INDENT && bytes.iter().all(u8::is_ascii_whitespace) {
+        0
+    } else {
+        shared
+    }
+}
+
+/// `raw` without up to `indent` leading spaces.
+fn dedent(raw: &[u8], indent: usize) -> &[u8] {
+    let spaces = raw.iter().take(indent).take_while(|&&b| b == b' ').count();
+    raw.get(spaces..).unwrap_or(raw)
+}
+
 /// Characters a line has at least when a terminal or a paste wrapped it
 /// at a fixed width (80 columns or more); a shorter line ended where its
 /// program ended it.
@@ -845,7 +894,7 @@ mod tests {
 
     /// A log copied from an issue thread reads as the log: quoted with
     /// `> `, with its quotes and brackets escaped as a web page escapes
-    /// them, or with file names turned into links.
+    /// them, with file names turned into links, or indented as a block.
     #[test]
     fn a_log_copied_from_a_web_page_reads_as_the_log() {
         let rules = builtin();
@@ -859,7 +908,8 @@ mod tests {
             .replace('"', "&quot;")
             .replace('\'', "&#39;");
         let linked = log.replace("train.py", "[train.py](http://train.py/)");
-        for copy in [quoted, escaped, linked] {
+        let indented: String = log.lines().map(|l| format!("    {l}\n")).collect();
+        for copy in [quoted, escaped, linked, indented] {
             assert_eq!(digest(copy.as_bytes(), &rules), plain, "{copy}");
         }
     }
