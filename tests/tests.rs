@@ -3,6 +3,7 @@
 
 mod ci;
 mod cli;
+mod copies;
 mod cores;
 mod dumps;
 mod fixtures;

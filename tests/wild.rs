@@ -26,12 +26,12 @@ const SUMMARY_END: &str = "<!-- wild-summary:end -->";
 const CATEGORIES_START: &str = "<!-- wild-categories:start -->\n";
 const CATEGORIES_END: &str = "<!-- wild-categories:end -->";
 
-struct Case {
-    id: String,
+pub(crate) struct Case {
+    pub(crate) id: String,
     label: String,
     rank: Option<u64>,
     split: String,
-    logs: Vec<String>,
+    pub(crate) logs: Vec<String>,
 }
 
 struct Outcome {
@@ -40,7 +40,7 @@ struct Outcome {
     rank_right: Option<bool>,
 }
 
-fn cases() -> Vec<Case> {
+pub(crate) fn cases() -> Vec<Case> {
     let dir = root().join("fixtures/wild");
     let mut ids: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()

@@ -132,7 +132,7 @@ struct TextScan<'a> {
     /// a log pasted as an indented block (Markdown's indented code, a
     /// list item, an email quote) reads as the log. Decided on the first
     /// block of an input read whole from its start; `None` until then.
-    indent: Option<usize>,
+    indent: Option<Indent>,
 }
 
 /// The lines of a message kept to be matched joined with the next: a
@@ -311,7 +311,7 @@ pub(crate) fn scan_part(
         joinable: Joinable::default(),
         // A part cut from a larger file, or a growing input, keeps its
         // lines as they are: what is found never depends on the cuts.
-        indent: (part.offset != 0 || part.live || part.after.is_some()).then_some(0),
+        indent: (part.offset != 0 || part.live || part.after.is_some()).then(Indent::default),
     };
     loop {
         match blocks.next_block() {
@@ -535,9 +535,8 @@ impl TextScan<'_> {
             number -= 1;
         }
         for (number, range) in tail.into_iter().rev() {
-            let cleaned = clean_line(&bytes[range], &mut self.cleaned);
-            let text =
-                String::from_utf8_lossy(dedent(cleaned, self.indent.unwrap_or(0))).into_owned();
+            let cleaned = String::from_utf8_lossy(clean_line(&bytes[range], &mut self.cleaned));
+            let text = dedent(&cleaned, self.indent.unwrap_or_default().outer).to_owned();
             self.recent.push(number, &text);
         }
     }
@@ -607,13 +606,18 @@ impl TextScan<'_> {
     /// [`Feed::OpenWindows`] only to complete windows and contexts.
     fn match_line(&mut self, number: u64, offset: u64, raw: &[u8], feed: Feed) {
         let raw = &raw[..raw.len().min(MAX_LINE)];
-        let cleaned = dedent(clean_line(raw, &mut self.cleaned), self.indent.unwrap_or(0));
-        let text = String::from_utf8_lossy(cleaned).into_owned();
+        let indent = self.indent.unwrap_or_default();
+        let cleaned = String::from_utf8_lossy(clean_line(raw, &mut self.cleaned));
+        let text = dedent(&cleaned, indent.outer).to_owned();
         let table = &mut *self.table;
         self.open_after
             .retain(|&slot| table.add_after(slot, &text, CONTEXT_LINES));
         self.recent.push(number, &text);
         let prefixed = strip_rank_prefix(&text);
+        let prefixed = Prefixed {
+            rest: dedent(prefixed.rest, indent.inner),
+            ..prefixed
+        };
         let spawned = self.spawned_rank(number, &prefixed);
         let own_rank = prefixed.rank.or(spawned);
         let tracebacks_read = self.read_tracebacks.len();
@@ -745,37 +749,54 @@ thread_local! {
 /// Indentation of a pasted block removed at most.
 const MAX_INDENT: usize = 8;
 
-/// The spaces every non-blank line of `bytes` starts with, after any
-/// colour codes (at most [`MAX_INDENT`]).
-fn shared_indent(bytes: &[u8]) -> usize {
-    let mut shared = MAX_INDENT;
+/// The spaces every non-blank line of `bytes` starts with once cleaned
+/// (an indented paste), and those every one starts with after its
+/// launcher and collector prefixes (a paste indented inside a time
+/// prefix), at most [`MAX_INDENT`] each. Nearly every log settles both on
+/// its first line.
+fn shared_indent(bytes: &[u8]) -> Indent {
+    let mut shared = Indent {
+        outer: MAX_INDENT,
+        inner: MAX_INDENT,
+    };
+    let mut blank = true;
     let mut cleaned = Vec::new();
     for raw in bytes.split(|&b| b == b'\n') {
-        let line = if raw.first() == Some(&0x1b) {
-            clean_line(raw, &mut cleaned)
-        } else {
-            raw
-        };
-        let spaces = line.iter().take_while(|&&b| b == b' ').count();
-        if line.iter().skip(spaces).all(u8::is_ascii_whitespace) {
+        let text = String::from_utf8_lossy(clean_line(raw, &mut cleaned));
+        let body = text.trim_start_matches(' ');
+        if body.trim().is_empty() {
             continue;
         }
-        shared = shared.min(spaces);
-        if shared == 0 {
+        blank = false;
+        let rest = strip_rank_prefix(body).rest;
+        shared.outer = shared.outer.min(text.len() - body.len());
+        shared.inner = shared
+            .inner
+            .min(rest.len() - rest.trim_start_matches(' ').len());
+        if shared == Indent::default() {
             break;
         }
     }
-    if shared == MAX_INDENT && bytes.iter().all(u8::is_ascii_whitespace) {
-        0
+    if blank {
+        Indent::default()
     } else {
         shared
     }
 }
 
-/// `raw` without up to `indent` leading spaces.
-fn dedent(raw: &[u8], indent: usize) -> &[u8] {
-    let spaces = raw.iter().take(indent).take_while(|&&b| b == b' ').count();
-    raw.get(spaces..).unwrap_or(raw)
+/// Indentation shared by every line of an input: see [`shared_indent`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Indent {
+    /// In front of the whole line.
+    outer: usize,
+    /// After the line's prefixes.
+    inner: usize,
+}
+
+/// `text` without up to `indent` leading spaces.
+fn dedent(text: &str, indent: usize) -> &str {
+    let spaces = text.bytes().take(indent).take_while(|&b| b == b' ').count();
+    text.get(spaces..).unwrap_or(text)
 }
 
 /// Characters a line has at least when a terminal or a paste wrapped it

@@ -1,0 +1,80 @@
+//! Logs as they are copied from the web pages and terminals where users
+//! find them: quoted in Markdown, with quotes and brackets escaped as HTML,
+//! indented as a block, or with a logging setup's time and level in front
+//! of every line. For a sample of the wild corpus, each copy must get the
+//! root cause (category and rank) the log as pasted gets.
+
+use crate::util::root;
+use crate::wild::cases;
+
+/// Every `SAMPLE`th case of the corpus, in the order of its ids.
+const SAMPLE: usize = 10;
+
+/// How a copy changes one line.
+type Change = fn(&str) -> String;
+
+/// The ways a copy changes each line.
+const COPIES: [(&str, Change); 4] = [
+    ("quoted", |line| format!("> {line}")),
+    ("escaped", |line| {
+        line.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&#39;")
+    }),
+    ("indented", |line| format!("    {line}")),
+    ("stamped", |line| {
+        format!("2024-05-01 12:00:00,123 - INFO - {line}")
+    }),
+];
+
+fn answer(paths: &[String], rules: &coroner_rules::RuleSet) -> (String, Option<u32>) {
+    let report = coroner_analyze::analyze(paths, rules);
+    (
+        report.root_cause.category.as_str().to_owned(),
+        report.root_cause.rank,
+    )
+}
+
+#[test]
+fn copies_of_wild_logs_get_the_answer_the_logs_get() {
+    let rules = crate::util::builtin_rules();
+    let dir = std::env::temp_dir().join(format!("coroner-copies-{}", std::process::id()));
+    let sample: Vec<_> = cases().into_iter().step_by(SAMPLE).collect();
+    assert!(sample.len() > 150, "{} cases sampled", sample.len());
+    let mut differ = Vec::new();
+    for case in &sample {
+        let paths: Vec<String> = case
+            .logs
+            .iter()
+            .map(|l| root().join(l).to_string_lossy().into_owned())
+            .collect();
+        let pasted = answer(&paths, &rules);
+        for (name, change) in COPIES {
+            let copy_dir = dir.join(name).join(&case.id);
+            std::fs::create_dir_all(&copy_dir).unwrap();
+            let copies: Vec<String> = paths
+                .iter()
+                .map(|path| {
+                    let bytes = std::fs::read(path).unwrap();
+                    let text = String::from_utf8_lossy(&bytes);
+                    let copied: String = text.lines().map(|l| format!("{}\n", change(l))).collect();
+                    let file = std::path::Path::new(path).file_name().unwrap();
+                    let copy = copy_dir.join(file);
+                    std::fs::write(&copy, copied).unwrap();
+                    copy.to_string_lossy().into_owned()
+                })
+                .collect();
+            let got = answer(&copies, &rules);
+            if got != pasted {
+                differ.push(format!(
+                    "{} {name}: {pasted:?} as pasted, {got:?} copied",
+                    case.id
+                ));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
