@@ -14,12 +14,12 @@
 use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use coroner_ingest::{clean_line, has_html_reference, Block, BlockReader, MAX_LINE};
 use coroner_logs::{
-    continues_message, embedded_message, spawned_process, strip_rank_prefix, Prefixed,
-    RankedTraceback, StackDumpReader, TracebackReader,
+    continues_message, continues_wrapped_message, embedded_message, spawned_process,
+    strip_rank_prefix, Prefixed, RankedTraceback, StackDumpReader, TracebackReader,
 };
 use coroner_metrics::MetricCollector;
 use coroner_model::{inert_capped, Context, Finding, InputError, InputKind, InputSummary};
-use coroner_rules::{Line, Match, Rule, RuleSet, Scanner};
+use coroner_rules::{is_hard_wrapped, Line, Match, Rule, RuleSet, Scanner};
 use std::collections::VecDeque;
 use std::io::Read;
 
@@ -180,10 +180,12 @@ impl Joinable {
     /// that continues a ranked line broken by a hard wrap is that rank's).
     fn continued_by(&self, line: &Line<'_>) -> Option<Option<u32>> {
         let last = self.held.checked_sub(1).and_then(|i| self.lines.get(i))?;
-        let same_rank =
-            last.rank == line.rank || (line.rank.is_none() && is_hard_wrapped(&last.shown));
-        (last.number + 1 == line.number && same_rank && continues_message(line.text))
-            .then_some(last.rank)
+        let wrapped = is_hard_wrapped(&last.shown);
+        let same_rank = last.rank == line.rank || (line.rank.is_none() && wrapped);
+        let cut_mid_word =
+            wrapped && !last.shown.ends_with(char::is_whitespace) && continues_wrapped_line(line);
+        let continues = continues_message(line.text) || cut_mid_word;
+        (last.number + 1 == line.number && same_rank && continues).then_some(last.rank)
     }
 
     /// Keeps `line` after the lines kept, or alone with `restart`.
@@ -601,6 +603,43 @@ impl TextScan<'_> {
         self.match_line(self.line, offset, raw, Feed::All);
     }
 
+    /// Keeps the line before `line` for joining when nothing is kept for
+    /// it and it was cut at a wrap width with `line` its rest: a message
+    /// hard-wrapped before the rule's literal (`... block: [420,` then
+    /// `0,0], thread: [124,0,0] Assertion ...`).
+    fn keep_wrapped_line_before(&mut self, line: &Line<'_>) {
+        let Some(before) = line.number.checked_sub(1) else {
+            return;
+        };
+        let kept_before = self
+            .joinable
+            .held
+            .checked_sub(1)
+            .and_then(|i| self.joinable.lines.get(i))
+            .is_some_and(|l| l.number == before);
+        if kept_before {
+            return;
+        }
+        let Some(shown) = self.recent.get(before).filter(|s| is_hard_wrapped(s)) else {
+            return;
+        };
+        let cut_mid_word = !shown.ends_with(char::is_whitespace) && continues_wrapped_line(line);
+        if !(continues_message(line.text) || cut_mid_word) {
+            return;
+        }
+        let shown = shown.to_owned();
+        let prefixed = strip_rank_prefix(&shown);
+        let indent = self.indent.unwrap_or_default();
+        let wrapped = Line {
+            number: before,
+            offset: line.offset.saturating_sub(shown.len() as u64 + 1),
+            text: dedent(prefixed.rest, indent.inner),
+            shown: &shown,
+            rank: prefixed.rank,
+        };
+        self.joinable.keep(&wrapped, true);
+    }
+
     /// Cleans, decodes and matches line `number`, and records what matched:
     /// with [`Feed::All`] as a line of the input, with
     /// [`Feed::OpenWindows`] only to complete windows and contexts.
@@ -658,6 +697,11 @@ impl TextScan<'_> {
             shown: &text,
             rank: own_rank,
         };
+        // Only a line holding a literal looks back: the block search hands
+        // over no other, and reading every line must find the same.
+        if feed == Feed::All && !self.scanner.is_quiet(&text) {
+            self.keep_wrapped_line_before(&line);
+        }
         // A line that continues a kept message is matched with it; the
         // message goes on while lines continue it, and a line holding a
         // rule's literal starts a new one.
@@ -799,15 +843,11 @@ fn dedent(text: &str, indent: usize) -> &str {
     text.get(spaces..).unwrap_or(text)
 }
 
-/// Characters a line has at least when a terminal or a paste wrapped it
-/// at a fixed width (80 columns or more); a shorter line ended where its
-/// program ended it.
-const WRAP_WIDTH: usize = 80;
-
-fn is_hard_wrapped(shown: &str) -> bool {
-    // Bytes are at least as many as characters: most lines are ruled out
-    // without counting.
-    shown.len() >= WRAP_WIDTH && shown.chars().count() >= WRAP_WIDTH
+/// Whether `line` may be the rest of a line cut at a wrap width: the
+/// whole line (a wrap leaves no prefix or time in front of the rest) reads
+/// as [`continues_wrapped_message`].
+fn continues_wrapped_line(line: &Line<'_>) -> bool {
+    line.text.len() == line.shown.len() && continues_wrapped_message(line.shown)
 }
 
 /// What a line is matched for.
@@ -932,6 +972,23 @@ mod tests {
         let indented: String = log.lines().map(|l| format!("    {l}\n")).collect();
         for copy in [quoted, escaped, linked, indented] {
             assert_eq!(digest(copy.as_bytes(), &rules), plain, "{copy}");
+        }
+    }
+
+    /// A line cut at a wrap width inside a number or a word, before or
+    /// after the rule's literal, is read whole.
+    #[test]
+    fn lines_cut_at_a_wrap_width_are_read_whole() {
+        let rules = builtin();
+        let assert_line = "/opt/pytorch/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1146: indexSelectLargeIndex: block: [420,0,0], thread: [124,0,0] Assertion `srcIndex < srcSelectDimSize` failed.";
+        let duplicate = "qgpu2018:59522:59993 [0] init.cc:795 NCCL WARN Duplicate GPU detected : rank 6 and rank 4 both on CUDA device 1a000";
+        for (line, rule) in [
+            (assert_line, "cuda-kernel-assertion-failed"),
+            (duplicate, "nccl-duplicate-gpu"),
+        ] {
+            assert_digest_has(format!("{line}\n").as_bytes(), &rules, rule);
+            let (head, tail) = line.split_at(100);
+            assert_digest_has(format!("{head}\n{tail}\n").as_bytes(), &rules, rule);
         }
     }
 

@@ -28,6 +28,18 @@ pub fn continues_message(text: &str) -> bool {
     !t.is_empty() && t.len() <= MAX_CONTINUATION && !starts_record(t)
 }
 
+/// Whether `text` may be the rest of a line cut at a wrap width inside a
+/// word or a number: as [`continues_message`], except that a first
+/// character a record often starts with (a digit, a bracket) is only the
+/// cut's place (`block: [420,` then `0,0], thread: ...`). A time, a
+/// level, an NCCL header or a new exception still start a record.
+pub fn continues_wrapped_message(text: &str) -> bool {
+    !text.is_empty()
+        && !text.starts_with(char::is_whitespace)
+        && text.len() <= MAX_CONTINUATION
+        && !starts_marked_record(text)
+}
+
 fn starts_record(t: &str) -> bool {
     let first = t.chars().next().unwrap_or(' ');
     first.is_ascii_digit()
@@ -35,7 +47,12 @@ fn starts_record(t: &str) -> bool {
             first,
             '[' | '(' | '{' | '#' | '|' | '+' | '=' | '*' | '>' | '-'
         )
-        || line_time(t).is_some()
+        || starts_marked_record(t)
+}
+
+/// A record's start by what it says rather than by its first character.
+fn starts_marked_record(t: &str) -> bool {
+    line_time(t).is_some()
         || nccl_header(t).is_ok()
         || marker(t).is_ok()
         || level(t).is_ok()

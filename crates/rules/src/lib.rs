@@ -35,7 +35,7 @@ mod schema;
 mod set;
 
 pub use error::{RuleError, RuleErrorKind};
-pub use matcher::{Line, Match, MatchedLine, Scanner};
+pub use matcher::{is_hard_wrapped, Line, Match, MatchedLine, Scanner, WRAP_WIDTH};
 pub use rule::{parse_rule, parse_rule_with, Compile, Rule};
 pub use schema::ExampleSpec;
 pub use set::{RuleSet, RuleSources, BUILTIN_DIGEST, BUILTIN_RULES};

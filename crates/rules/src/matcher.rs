@@ -26,6 +26,18 @@ pub struct Line<'a> {
     pub rank: Option<u32>,
 }
 
+/// Characters a line has at least when a terminal or a paste wrapped it
+/// at a fixed width (80 columns or more); a shorter line ended where its
+/// program ended it.
+pub const WRAP_WIDTH: usize = 80;
+
+/// Whether `shown` (a whole line) is as wide as a hard wrap leaves a line.
+pub fn is_hard_wrapped(shown: &str) -> bool {
+    // Bytes are at least as many as characters: most lines are ruled out
+    // without counting.
+    shown.len() >= WRAP_WIDTH && shown.chars().count() >= WRAP_WIDTH
+}
+
 /// A line that took part in a match.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MatchedLine {
@@ -203,8 +215,17 @@ impl<'s> Scanner<'s> {
             .get(..last_start.saturating_sub(1))
             .and_then(|h| h.chars().next_back())
             .is_some_and(|c| c.is_ascii_alphabetic());
+        // So is any break after a line cut at a wrap width mid-word
+        // (`both on CU` / `DA device`, `block: [420,` / `0,0]`).
+        let cut_mid_word = run.len() >= 2
+            && run.get(run.len() - 2).is_some_and(|l| {
+                is_hard_wrapped(l.shown) && !l.shown.ends_with(char::is_whitespace)
+            })
+            && run
+                .last()
+                .is_some_and(|l| !l.text.starts_with(char::is_whitespace));
         let mut variants = Vec::with_capacity(2);
-        if tail_starts_word && head_ends_word {
+        if (tail_starts_word && head_ends_word) || cut_mid_word {
             let mut unspaced = joined.clone();
             unspaced.remove(last_start - 1);
             variants.push((joined, last_start, 1));
