@@ -18,6 +18,7 @@ pub mod examples;
 mod findings;
 mod group;
 mod hosts;
+mod pasted;
 mod processes;
 mod ranks;
 pub mod root_cause;

@@ -12,10 +12,11 @@
 //! holding ANSI escapes (which can split a literal).
 
 use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
+use crate::pasted::{continues_wrapped_line, dedent, shared_indent, Indent};
 use coroner_ingest::{clean_line, has_html_reference, Block, BlockReader, MAX_LINE};
 use coroner_logs::{
-    continues_message, continues_wrapped_message, embedded_message, spawned_process,
-    strip_rank_prefix, Prefixed, RankedTraceback, StackDumpReader, TracebackReader,
+    continues_message, embedded_message, spawned_process, strip_rank_prefix, Prefixed,
+    RankedTraceback, StackDumpReader, TracebackReader,
 };
 use coroner_metrics::MetricCollector;
 use coroner_model::{inert_capped, Context, Finding, InputError, InputKind, InputSummary};
@@ -788,66 +789,6 @@ impl TextScan<'_> {
 thread_local! {
     /// Lines this thread's scans looked at one by one.
     static LOOKED_AT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// Indentation of a pasted block removed at most.
-const MAX_INDENT: usize = 8;
-
-/// The spaces every non-blank line of `bytes` starts with once cleaned
-/// (an indented paste), and those every one starts with after its
-/// launcher and collector prefixes (a paste indented inside a time
-/// prefix), at most [`MAX_INDENT`] each. Nearly every log settles both on
-/// its first line.
-fn shared_indent(bytes: &[u8]) -> Indent {
-    let mut shared = Indent {
-        outer: MAX_INDENT,
-        inner: MAX_INDENT,
-    };
-    let mut blank = true;
-    let mut cleaned = Vec::new();
-    for raw in bytes.split(|&b| b == b'\n') {
-        let text = String::from_utf8_lossy(clean_line(raw, &mut cleaned));
-        let body = text.trim_start_matches(' ');
-        if body.trim().is_empty() {
-            continue;
-        }
-        blank = false;
-        let rest = strip_rank_prefix(body).rest;
-        shared.outer = shared.outer.min(text.len() - body.len());
-        shared.inner = shared
-            .inner
-            .min(rest.len() - rest.trim_start_matches(' ').len());
-        if shared == Indent::default() {
-            break;
-        }
-    }
-    if blank {
-        Indent::default()
-    } else {
-        shared
-    }
-}
-
-/// Indentation shared by every line of an input: see [`shared_indent`].
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Indent {
-    /// In front of the whole line.
-    outer: usize,
-    /// After the line's prefixes.
-    inner: usize,
-}
-
-/// `text` without up to `indent` leading spaces.
-fn dedent(text: &str, indent: usize) -> &str {
-    let spaces = text.bytes().take(indent).take_while(|&b| b == b' ').count();
-    text.get(spaces..).unwrap_or(text)
-}
-
-/// Whether `line` may be the rest of a line cut at a wrap width: the
-/// whole line (a wrap leaves no prefix or time in front of the rest) reads
-/// as [`continues_wrapped_message`].
-fn continues_wrapped_line(line: &Line<'_>) -> bool {
-    line.text.len() == line.shown.len() && continues_wrapped_message(line.shown)
 }
 
 /// What a line is matched for.
