@@ -1,8 +1,9 @@
 //! Logs as they are copied from the web pages and terminals where users
 //! find them: quoted in Markdown, with quotes and brackets escaped as HTML,
-//! indented as a block, or with a logging setup's time and level in front
-//! of every line. For a sample of the wild corpus, each copy must get the
-//! root cause (category and rank) the log as pasted gets.
+//! indented as a block, with a logging setup's time and level in front of
+//! every line, or with a forum's typographic quotes and dashes. For a
+//! sample of the wild corpus, each copy must get the root cause (category
+//! and rank) the log as pasted gets.
 
 use crate::util::root;
 use crate::wild::cases;
@@ -14,7 +15,7 @@ const SAMPLE: usize = 10;
 type Change = fn(&str) -> String;
 
 /// The ways a copy changes each line.
-const COPIES: [(&str, Change); 4] = [
+const COPIES: [(&str, Change); 5] = [
     ("quoted", |line| format!("> {line}")),
     ("escaped", |line| {
         line.replace('&', "&amp;")
@@ -26,6 +27,13 @@ const COPIES: [(&str, Change); 4] = [
     ("indented", |line| format!("    {line}")),
     ("stamped", |line| {
         format!("2024-05-01 12:00:00,123 - INFO - {line}")
+    }),
+    // A forum's typography outside a code block.
+    ("typographic", |line| {
+        line.replace("...", "\u{2026}")
+            .replace("--", "\u{2013}")
+            .replace('\'', "\u{2019}")
+            .replace('"', "\u{201d}")
     }),
 ];
 

@@ -13,7 +13,7 @@
 
 use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use crate::pasted::{continues_wrapped_line, dedent, shared_indent, Indent};
-use coroner_ingest::{clean_line, has_html_reference, Block, BlockReader, MAX_LINE};
+use coroner_ingest::{clean_line, has_web_text, Block, BlockReader, MAX_LINE};
 use coroner_logs::{
     continues_message, embedded_message, spawned_process, strip_rank_prefix, Prefixed,
     RankedTraceback, StackDumpReader, TracebackReader,
@@ -476,7 +476,7 @@ impl TextScan<'_> {
         self.sample_metrics(bytes);
         // Colour codes or a web page's character references can stand
         // inside a rule's literal: then every line is cleaned first.
-        let escapes = memchr::memchr(0x1b, bytes).is_some() || has_html_reference(bytes);
+        let escapes = memchr::memchr(0x1b, bytes).is_some() || has_web_text(bytes);
         if !escapes {
             self.lowered.clear();
             self.lowered

@@ -8,7 +8,9 @@ use nom::{IResult, Parser};
 /// line: a trailing CR, ANSI escape sequences (CSI `ESC [ ... final`, OSC
 /// `ESC ] ... BEL|ST`, and two-byte `ESC x`), Markdown quote markers at its
 /// start (`> `, `> > `), the HTML character references of the five
-/// characters pages escape (`&lt;`, `&quot;`, `&#39;`, ...), and the links
+/// characters pages escape (`&lt;`, `&quot;`, `&#39;`, ...), the
+/// typographic quotes, ellipses, dashes and no-break spaces a page or a
+/// forum puts in place of ASCII (`‘out of memory’`, `–local_rank`), and the links
 /// an issue tracker makes of file names (`[net_ib.cc:101](http://net_ib.cc:101/)`
 /// becomes `net_ib.cc:101`). Returns `out` for chaining.
 pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
@@ -23,17 +25,72 @@ pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
     if memchr::memchr(b'&', out).is_some() {
         decode_references(out);
     }
+    if memchr::memchr2(0xe2, 0xc2, out).is_some() {
+        plain_punctuation(out);
+    }
     if memchr::memmem::find(out, b"](http").is_some() {
         unlink(out);
     }
     out
 }
 
-/// Whether `bytes` hold an HTML character reference that [`clean_line`]
-/// decodes: a text copied from a web page, whose lines must be cleaned
+/// Whether `bytes` hold what [`clean_line`] turns into the characters a
+/// rule's literal may hold (an HTML character reference, a typographic
+/// quote): a text copied from a web page, whose lines must be cleaned
 /// before anything is searched in them.
-pub fn has_html_reference(bytes: &[u8]) -> bool {
-    memchr::memchr_iter(b'&', bytes).any(|at| bytes.get(at..).and_then(reference_at).is_some())
+pub fn has_web_text(bytes: &[u8]) -> bool {
+    let reference = |at: usize| bytes.get(at..).and_then(reference_at).is_some();
+    let punctuation = |at: usize| bytes.get(at..).and_then(punctuation_at).is_some();
+    memchr::memchr_iter(b'&', bytes).any(reference)
+        || memchr::memchr2_iter(0xe2, 0xc2, bytes).any(punctuation)
+}
+
+/// Typographic punctuation a web page or a forum puts in place of what a
+/// program printed, and the ASCII it stands for: quotes, the ellipsis,
+/// dashes made of `--`, and the no-break space.
+const PUNCTUATION: [(&[u8], &[u8]); 10] = [
+    ("\u{2018}".as_bytes(), b"'"),
+    ("\u{2019}".as_bytes(), b"'"),
+    ("\u{201a}".as_bytes(), b"'"),
+    ("\u{201c}".as_bytes(), b"\""),
+    ("\u{201d}".as_bytes(), b"\""),
+    ("\u{201e}".as_bytes(), b"\""),
+    ("\u{2026}".as_bytes(), b"..."),
+    ("\u{2013}".as_bytes(), b"--"),
+    ("\u{2014}".as_bytes(), b"--"),
+    ("\u{a0}".as_bytes(), b" "),
+];
+
+/// The punctuation at the start of `bytes`: its length and its ASCII.
+fn punctuation_at(bytes: &[u8]) -> Option<(usize, &'static [u8])> {
+    PUNCTUATION
+        .iter()
+        .find(|(typographic, _)| bytes.starts_with(typographic))
+        .map(|(typographic, plain)| (typographic.len(), *plain))
+}
+
+/// Replaces [`PUNCTUATION`] in place with its ASCII (never longer).
+fn plain_punctuation(out: &mut Vec<u8>) {
+    let (mut read, mut write) = (0, 0);
+    while let Some((&first, _)) = out.get(read..).and_then(<[u8]>::split_first) {
+        let found = out.get(read..).and_then(punctuation_at);
+        let (len, plain) = found.unwrap_or((1, &[]));
+        if plain.is_empty() {
+            if let Some(slot) = out.get_mut(write) {
+                *slot = first;
+            }
+            write += 1;
+        } else {
+            for &b in plain {
+                if let Some(slot) = out.get_mut(write) {
+                    *slot = b;
+                }
+                write += 1;
+            }
+        }
+        read += len;
+    }
+    out.truncate(write);
 }
 
 /// The character references decoded, and the byte each stands for.
@@ -211,8 +268,17 @@ mod tests {
             b"see [docs](https://pytorch.org/docs)"
         );
         assert_eq!(clean(b"[a](http://a"), b"[a](http://a");
-        assert!(has_html_reference(b"x &gt; y"));
-        assert!(!has_html_reference(b"https://hf.co/x?a=1&b=2"));
+        assert!(has_web_text(b"x &gt; y"));
+        assert!(!has_web_text(b"https://hf.co/x?a=1&b=2"));
+        assert_eq!(
+            clean("Cuda failure \u{2018}out of memory\u{2019} \u{2013}local_rank=1 \u{201c}x\u{201d}\u{2026} it\u{2019}s\u{a0}ok".as_bytes()),
+            b"Cuda failure 'out of memory' --local_rank=1 \"x\"... it's ok"
+        );
+        // Other text stays: a progress bar, CJK, an accent.
+        let other = "100%|\u{2588}\u{2588}| \u{5df2}\u{653e}\u{5f03} caf\u{e9}";
+        assert_eq!(clean(other.as_bytes()), other.as_bytes());
+        assert!(has_web_text("it\u{2019}s".as_bytes()));
+        assert!(!has_web_text(other.as_bytes()));
     }
 
     #[test]
