@@ -700,7 +700,8 @@ impl TextScan<'_> {
         };
         // Only a line holding a literal looks back: the block search hands
         // over no other, and reading every line must find the same.
-        if feed == Feed::All && !self.scanner.is_quiet(&text) {
+        let holds_literal = self.scanner.holds_literal(&text);
+        if feed == Feed::All && (holds_literal || self.scanner.has_pending()) {
             self.keep_wrapped_line_before(&line);
         }
         // A line that continues a kept message is matched with it; the
@@ -728,7 +729,7 @@ impl TextScan<'_> {
         // Quiet by the whole line: a literal in what a prefix holds (a
         // level such as `[ERROR]`) keeps the line for the lines that may
         // continue it.
-        let quiet = feed == Feed::All && self.scanner.is_quiet(&text);
+        let quiet = feed == Feed::All && !holds_literal && !self.scanner.has_pending();
         match feed {
             Feed::All if quiet => {}
             Feed::All => {

@@ -22,11 +22,8 @@ pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
         strip_escapes(raw, out);
     }
     strip_quote_markers(out);
-    if memchr::memchr(b'&', out).is_some() {
-        decode_references(out);
-    }
-    if memchr::memchr2(0xe2, 0xc2, out).is_some() {
-        plain_punctuation(out);
+    if memchr::memchr3(b'&', 0xe2, 0xc2, out).is_some() {
+        plain_web_text(out);
     }
     if memchr::memmem::find(out, b"](http").is_some() {
         unlink(out);
@@ -39,16 +36,25 @@ pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
 /// quote): a text copied from a web page, whose lines must be cleaned
 /// before anything is searched in them.
 pub fn has_web_text(bytes: &[u8]) -> bool {
-    let reference = |at: usize| bytes.get(at..).and_then(reference_at).is_some();
-    let punctuation = |at: usize| bytes.get(at..).and_then(punctuation_at).is_some();
-    memchr::memchr_iter(b'&', bytes).any(reference)
-        || memchr::memchr2_iter(0xe2, 0xc2, bytes).any(punctuation)
+    memchr::memchr3_iter(b'&', 0xe2, 0xc2, bytes)
+        .any(|at| bytes.get(at..).and_then(web_text_at).is_some())
 }
 
-/// Typographic punctuation a web page or a forum puts in place of what a
-/// program printed, and the ASCII it stands for: quotes, the ellipsis,
-/// dashes made of `--`, and the no-break space.
-const PUNCTUATION: [(&[u8], &[u8]); 10] = [
+/// What a web page or a forum puts in place of what a program printed,
+/// and the ASCII it stands for (never longer): the HTML character
+/// references of quotes, brackets, `&` and the no-break space, and
+/// typographic quotes, the ellipsis, dashes made of `--` and the no-break
+/// space itself.
+const WEB_TEXT: [(&[u8], &[u8]); 19] = [
+    (b"&lt;", b"<"),
+    (b"&gt;", b">"),
+    (b"&amp;", b"&"),
+    (b"&quot;", b"\""),
+    (b"&#34;", b"\""),
+    (b"&#39;", b"'"),
+    (b"&#x27;", b"'"),
+    (b"&apos;", b"'"),
+    (b"&nbsp;", b" "),
     ("\u{2018}".as_bytes(), b"'"),
     ("\u{2019}".as_bytes(), b"'"),
     ("\u{201a}".as_bytes(), b"'"),
@@ -61,69 +67,29 @@ const PUNCTUATION: [(&[u8], &[u8]); 10] = [
     ("\u{a0}".as_bytes(), b" "),
 ];
 
-/// The punctuation at the start of `bytes`: its length and its ASCII.
-fn punctuation_at(bytes: &[u8]) -> Option<(usize, &'static [u8])> {
-    PUNCTUATION
+/// The [`WEB_TEXT`] at the start of `bytes`: its length and its ASCII.
+fn web_text_at(bytes: &[u8]) -> Option<(usize, &'static [u8])> {
+    WEB_TEXT
         .iter()
-        .find(|(typographic, _)| bytes.starts_with(typographic))
-        .map(|(typographic, plain)| (typographic.len(), *plain))
+        .find(|(web, _)| bytes.starts_with(web))
+        .map(|(web, plain)| (web.len(), *plain))
 }
 
-/// Replaces [`PUNCTUATION`] in place with its ASCII (never longer).
-fn plain_punctuation(out: &mut Vec<u8>) {
+/// Replaces [`WEB_TEXT`] in place with its ASCII, in one pass (so
+/// `&amp;lt;` is `&lt;`).
+fn plain_web_text(out: &mut Vec<u8>) {
     let (mut read, mut write) = (0, 0);
     while let Some((&first, _)) = out.get(read..).and_then(<[u8]>::split_first) {
-        let found = out.get(read..).and_then(punctuation_at);
-        let (len, plain) = found.unwrap_or((1, &[]));
-        if plain.is_empty() {
+        let (len, plain) = match out.get(read..).and_then(web_text_at) {
+            Some(found) => found,
+            None => (1, std::slice::from_ref(&first)),
+        };
+        for &b in plain {
             if let Some(slot) = out.get_mut(write) {
-                *slot = first;
+                *slot = b;
             }
             write += 1;
-        } else {
-            for &b in plain {
-                if let Some(slot) = out.get_mut(write) {
-                    *slot = b;
-                }
-                write += 1;
-            }
         }
-        read += len;
-    }
-    out.truncate(write);
-}
-
-/// The character references decoded, and the byte each stands for.
-const REFERENCES: [(&[u8], u8); 9] = [
-    (b"&lt;", b'<'),
-    (b"&gt;", b'>'),
-    (b"&amp;", b'&'),
-    (b"&quot;", b'"'),
-    (b"&#34;", b'"'),
-    (b"&#39;", b'\''),
-    (b"&#x27;", b'\''),
-    (b"&apos;", b'\''),
-    (b"&nbsp;", b' '),
-];
-
-/// The reference at the start of `bytes`: its length and its byte.
-fn reference_at(bytes: &[u8]) -> Option<(usize, u8)> {
-    REFERENCES
-        .iter()
-        .find(|(name, _)| bytes.starts_with(name))
-        .map(|(name, byte)| (name.len(), *byte))
-}
-
-/// Decodes [`REFERENCES`] in place, in one pass (so `&amp;lt;` is `&lt;`).
-fn decode_references(out: &mut Vec<u8>) {
-    let (mut read, mut write) = (0, 0);
-    while let Some((&first, _)) = out.get(read..).and_then(<[u8]>::split_first) {
-        let found = out.get(read..).and_then(reference_at);
-        let (len, byte) = found.unwrap_or((1, first));
-        if let Some(slot) = out.get_mut(write) {
-            *slot = byte;
-        }
-        write += 1;
         read += len;
     }
     out.truncate(write);

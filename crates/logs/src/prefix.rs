@@ -1,3 +1,4 @@
+use crate::record::level_word;
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_while1, take_while_m_n};
 use nom::character::complete::{char, digit1, one_of};
@@ -152,21 +153,10 @@ fn strip_collector_time(s: &str) -> &str {
         recognize(date_time()),
     ));
     let separator = || alt((tag(" - "), tag(" | "), tag(": "), tag(" ")));
-    let level_word = || {
-        alt((
-            tag("DEBUG"),
-            tag("INFO"),
-            tag("WARNING"),
-            tag("WARN"),
-            tag("ERROR"),
-            tag("CRITICAL"),
-            tag("FATAL"),
-        ))
-    };
     let level = terminated(
         alt((
-            recognize(delimited(char('['), level_word(), char(']'))),
-            recognize(level_word()),
+            recognize(delimited(char('['), level_word, char(']'))),
+            recognize(level_word),
         )),
         separator(),
     );

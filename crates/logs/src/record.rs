@@ -90,18 +90,20 @@ fn marker(t: &str) -> IResult<&str, &str> {
 
 /// A level word at the start: `INFO:`, `WARNING `, `ERROR]`.
 fn level(t: &str) -> IResult<&str, &str> {
-    terminated(
-        alt((
-            tag("DEBUG"),
-            tag("INFO"),
-            tag("WARNING"),
-            tag("WARN"),
-            tag("ERROR"),
-            tag("CRITICAL"),
-            tag("FATAL"),
-        )),
-        alt((tag(":"), tag(" "), tag("]"), eof)),
-    )
+    terminated(level_word, alt((tag(":"), tag(" "), tag("]"), eof))).parse(t)
+}
+
+/// A logging level's word: `DEBUG`, `INFO`, `WARNING`, ...
+pub(crate) fn level_word(t: &str) -> IResult<&str, &str> {
+    alt((
+        tag("DEBUG"),
+        tag("INFO"),
+        tag("WARNING"),
+        tag("WARN"),
+        tag("ERROR"),
+        tag("CRITICAL"),
+        tag("FATAL"),
+    ))
     .parse(t)
 }
 

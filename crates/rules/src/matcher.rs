@@ -107,7 +107,12 @@ impl<'s> Scanner<'s> {
     /// Whether any literal of any rule occurs in `text`. Lines for which
     /// this is false and no window is open can skip [`Scanner::feed`].
     pub fn is_quiet(&self, text: &str) -> bool {
-        self.pending.is_empty() && !self.prefilter.any(text.as_bytes())
+        self.pending.is_empty() && !self.holds_literal(text)
+    }
+
+    /// Whether `text` holds a rule's literal.
+    pub fn holds_literal(&self, text: &str) -> bool {
+        self.prefilter.any(text.as_bytes())
     }
 
     /// How many block-wide fingerprint searches there are.
