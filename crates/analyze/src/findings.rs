@@ -298,6 +298,7 @@ impl FindingTable {
         let unprefixed = strip_rank_prefix(&anchor.text).rest;
         let host = captured_host(&m.captures)
             .or_else(|| line_host(unprefixed))
+            .or_else(|| line_host(&anchor.text))
             .map(str::to_owned);
         let gpu = captured_gpu(&m.captures);
         let key = key(m.rule, rank, host.as_ref(), gpu.as_ref());

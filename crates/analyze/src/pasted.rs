@@ -8,7 +8,7 @@ use coroner_rules::Line;
 /// Indentation of a pasted block removed at most.
 const MAX_INDENT: usize = 8;
 
-/// The spaces every non-blank line of `bytes` starts with once cleaned
+/// The spaces (or tabs) every non-blank line of `bytes` starts with once cleaned
 /// (an indented paste), and those every one starts with after its
 /// launcher and collector prefixes (a paste indented inside a time
 /// prefix), at most [`MAX_INDENT`] each. Nearly every log settles both on
@@ -22,7 +22,7 @@ pub(crate) fn shared_indent(bytes: &[u8]) -> Indent {
     let mut cleaned = Vec::new();
     for raw in bytes.split(|&b| b == b'\n') {
         let text = String::from_utf8_lossy(clean_line(raw, &mut cleaned));
-        let body = text.trim_start_matches(' ');
+        let body = text.trim_start_matches([' ', '\t']);
         if body.trim().is_empty() {
             continue;
         }
@@ -31,7 +31,7 @@ pub(crate) fn shared_indent(bytes: &[u8]) -> Indent {
         shared.outer = shared.outer.min(text.len() - body.len());
         shared.inner = shared
             .inner
-            .min(rest.len() - rest.trim_start_matches(' ').len());
+            .min(rest.len() - rest.trim_start_matches([' ', '\t']).len());
         if shared == Indent::default() {
             break;
         }
@@ -52,9 +52,13 @@ pub(crate) struct Indent {
     pub(crate) inner: usize,
 }
 
-/// `text` without up to `indent` leading spaces.
+/// `text` without up to `indent` leading spaces or tabs.
 pub(crate) fn dedent(text: &str, indent: usize) -> &str {
-    let spaces = text.bytes().take(indent).take_while(|&b| b == b' ').count();
+    let spaces = text
+        .bytes()
+        .take(indent)
+        .take_while(|&b| b == b' ' || b == b'\t')
+        .count();
     text.get(spaces..).unwrap_or(text)
 }
 
@@ -90,6 +94,7 @@ mod tests {
         assert_eq!(indent("            a\n"), (MAX_INDENT, 0));
         assert_eq!(dedent("      x", 4), "  x");
         assert_eq!(dedent("  x", 4), "x");
-        assert_eq!(dedent("\tx", 4), "\tx");
+        assert_eq!(dedent("\tx", 4), "x");
+        assert_eq!(indent("\ta\n\t  b\n"), (1, 0));
     }
 }

@@ -924,9 +924,12 @@ mod tests {
         let rules = builtin();
         let assert_line = "/opt/pytorch/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1146: indexSelectLargeIndex: block: [420,0,0], thread: [124,0,0] Assertion `srcIndex < srcSelectDimSize` failed.";
         let duplicate = "qgpu2018:59522:59993 [0] init.cc:795 NCCL WARN Duplicate GPU detected : rank 6 and rank 4 both on CUDA device 1a000";
+        // Cut at a space: the rest starts with it.
+        let hip = "2019-01-08 19:06:11.303639: E tensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate 7.35G (7889485824 bytes) from device: hipError_t(1002)";
         for (line, rule) in [
             (assert_line, "cuda-kernel-assertion-failed"),
             (duplicate, "nccl-duplicate-gpu"),
+            (hip, "cuda-driver-out-of-memory"),
         ] {
             assert_digest_has(format!("{line}\n").as_bytes(), &rules, rule);
             let (head, tail) = line.split_at(100);

@@ -105,6 +105,16 @@ fn nccl_header(s: &str) -> IResult<&str, &str> {
     nccl_process_header.map(|(host, _, _)| host).parse(s)
 }
 
+/// What follows a syslog or `journalctl` header (and the space after it),
+/// when `s` starts with one: the program's own text.
+pub(crate) fn after_syslog_header(s: &str) -> Option<&str> {
+    let (rest, _) = syslog_header(s).ok()?;
+    if rest.is_empty() {
+        return Some(rest);
+    }
+    rest.strip_prefix(' ')
+}
+
 /// A syslog time (`Nov 29 21:00:10`, `Nov  1 21:00:10.123456`, or RFC
 /// 3339 `2026-11-29T21:00:10.123+00:00`), then `host ident:` or
 /// `host ident[pid]:`.

@@ -2,7 +2,7 @@ use crate::record::level_word;
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_while1, take_while_m_n};
 use nom::character::complete::{char, digit1, one_of};
-use nom::combinator::{map_res, opt, peek, recognize};
+use nom::combinator::{map_res, opt, peek, recognize, verify};
 use nom::sequence::{delimited, preceded, terminated};
 use nom::{IResult, Parser};
 
@@ -16,7 +16,11 @@ pub struct Prefixed<'a> {
 }
 
 /// Removes what launchers and log collectors put in front of a program's
-/// lines, in this order: a collector's RFC 3339 time (`kubectl logs
+/// lines, in this order: Docker Compose's service tag (`trainer-1  | `,
+/// `trainer_1  | `), the node name pdsh puts in front of a remote
+/// command's lines (DeepSpeed's multi-node launcher: `worker-1: `,
+/// `10.0.0.3: `), a syslog or `journalctl` header (`Nov 29 21:00:10
+/// gpu-node-3 python[4242]: `), a collector's RFC 3339 time (`kubectl logs
 /// --timestamps`, `docker logs -t`: `2026-11-29T21:00:10.123456789Z `),
 /// Ray's worker tag (`(RayTrainWorker pid=1234, ip=10.0.0.1) `,
 /// `(VllmWorker rank=0 pid=4716) `, `(raylet) `) with the
@@ -27,12 +31,24 @@ pub struct Prefixed<'a> {
 /// space after it). The rank is the `[rankN]` one, else the label's, the
 /// role's or the Ray tag's `rank=` number.
 pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
-    let mut rest = strip_collector_time(line);
+    let line = compose_service_tag(line).unwrap_or(line);
+    let line = pdsh_node(line).unwrap_or(line);
+    let mut rest = match crate::host::after_syslog_header(line) {
+        Some(after) => after,
+        None => strip_collector_time(line),
+    };
     let mut rank = None;
     let mut role_rank = None;
     if let Some((tag_rank, after)) = ray_tag(rest) {
         role_rank = tag_rank;
         rest = strip_ray_repeat(after);
+    }
+    if let Some(after) = vllm_header(rest) {
+        rest = after;
+    }
+    if let Some((tp_rank, after)) = sglang_header(rest) {
+        role_rank = role_rank.or(tp_rank);
+        rest = after;
     }
     if let Ok((after, _)) = clock_before_rank(rest) {
         rest = after;
@@ -59,6 +75,146 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
     }
     let rank = rank.or(role_rank).or_else(|| c10d_rank(rest));
     Prefixed { rank, rest }
+}
+
+/// What follows Docker Compose's tag of the service (and its replica) a
+/// line came from: `trainer-1  | `, `trainer_1  | ` (Compose v1), the
+/// name padded to the longest one in the run.
+fn compose_service_tag(s: &str) -> Option<&str> {
+    let parsed: IResult<&str, &str> = terminated(
+        take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')),
+        (take_while1(|c| c == ' '), char('|')),
+    )
+    .parse(s);
+    let (rest, name) = parsed.ok()?;
+    let replica = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    let numbered = replica.len() < name.len()
+        && replica.len() > 1
+        && replica.ends_with(['-', '_'])
+        && replica.starts_with(|c: char| c.is_ascii_alphabetic());
+    if !numbered {
+        return None;
+    }
+    match rest.strip_prefix(' ') {
+        Some(after) => Some(after),
+        None => rest.is_empty().then_some(rest),
+    }
+}
+
+/// What follows the node name pdsh (and DeepSpeed's launcher through it)
+/// puts in front of each line of a remote command, `node-name: `. The
+/// name is a host name in lower case with a digit in it (`worker-1`,
+/// `gpu07`, `c000002`, an IPv4 address, a container's hex id), so that
+/// an exception's type, a logger's or a C function's name
+/// (`llama_kv_cache_init: `), a shared library (`libcudart.so.11.0: `)
+/// or a program's own prefix (`python3: `, `gcc-11: `, `slurmstepd-gpu3: `)
+/// is left alone.
+fn pdsh_node(s: &str) -> Option<&str> {
+    let parsed: IResult<&str, &str> = terminated(
+        take_while1(|c: char| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.')
+        }),
+        tag(": "),
+    )
+    .parse(s);
+    let (rest, name) = parsed.ok()?;
+    let programs = [
+        "python",
+        "pip",
+        "gcc",
+        "g++",
+        "cc1",
+        "clang",
+        "ld",
+        "nvcc",
+        "lib",
+        "slurmstepd",
+        "srun",
+        "sbatch",
+        "mpirun",
+        "prterun",
+        "orted",
+        "sh",
+        "bash",
+        "cuda",
+    ];
+    let named = name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.bytes().any(|b| b.is_ascii_digit())
+        && !name.bytes().all(|b| b.is_ascii_digit())
+        && !name.contains(".so")
+        && !programs.iter().any(|p| {
+            name.strip_prefix(p).is_some_and(|after| {
+                after.is_empty()
+                    || after.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '.')
+            })
+        })
+        && crate::host::is_host_name(name);
+    named.then_some(rest)
+}
+
+/// What follows vLLM's logging header: the level, the month and day, the
+/// time and the place (`ERROR 05-01 12:00:00 [core.py:123] `; before 0.6
+/// without the opening bracket, `INFO 05-01 12:00:00 llm_engine.py:73] `).
+fn vllm_header(s: &str) -> Option<&str> {
+    let two = || take_while_m_n(2, 2, |c: char| c.is_ascii_digit());
+    let place = (
+        opt(char('[')),
+        take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')),
+        char(':'),
+        digit1,
+        tag("] "),
+    );
+    let parsed: IResult<&str, _> = (
+        level_word,
+        char(' '),
+        (two(), char('-'), two(), char(' ')),
+        (two(), char(':'), two(), char(':'), two()),
+        opt((char('.'), digit1)),
+        char(' '),
+        place,
+    )
+        .parse(s);
+    parsed.ok().map(|(rest, _)| rest)
+}
+
+/// What follows SGLang's logging header, a bracketed date and time with the
+/// process's parallel ranks (`[2025-01-01 12:00:00 TP3] `, `[2025-01-01
+/// 12:00:00 DP0 TP3] `), and the tensor-parallel rank it names in the
+/// first data-parallel replica and pipeline stage.
+fn sglang_header(s: &str) -> Option<(Option<u32>, &str)> {
+    let four = take_while_m_n(4, 4, |c: char| c.is_ascii_digit());
+    let two = || take_while_m_n(2, 2, |c: char| c.is_ascii_digit());
+    let group = preceded(
+        char(' '),
+        (
+            take_while_m_n(2, 4, |c: char| c.is_ascii_uppercase()),
+            rank_number,
+        ),
+    );
+    let parsed: IResult<&str, _> = delimited(
+        char('['),
+        preceded(
+            (
+                (four, char('-'), two(), char('-'), two(), char(' ')),
+                (two(), char(':'), two(), char(':'), two()),
+            ),
+            nom::multi::many1(group),
+        ),
+        tag("] "),
+    )
+    .parse(s);
+    let (rest, groups) = parsed.ok()?;
+    // In a later data-parallel replica or pipeline stage the global rank
+    // depends on sizes the header does not give.
+    let first_stage = groups
+        .iter()
+        .all(|&(name, n)| !matches!(name, "DP" | "PP") || n == 0);
+    let tp = groups
+        .iter()
+        .find(|(name, _)| *name == "TP")
+        .map(|&(_, n)| n)
+        .filter(|_| first_stage);
+    Some((tp, rest))
 }
 
 /// A time of day in front of a rank prefix (`18:19:06.687 [rank2]:`), as
@@ -148,19 +304,62 @@ fn strip_collector_time(s: &str) -> &str {
             opt(zone),
         )
     };
+    let clock = || {
+        (
+            digits(2),
+            char(':'),
+            digits(2),
+            char(':'),
+            digits(2),
+            opt((one_of(".,"), digit1)),
+        )
+    };
+    // Rich's `[12/03/24 15:05:33]` and a bare `[15:05:33]`.
+    let slashed_date = (
+        digits(2),
+        char('/'),
+        digits(2),
+        char('/'),
+        alt((digits(4), digits(2))),
+        char(' '),
+    );
     let stamp = alt((
         recognize(delimited(char('['), date_time(), char(']'))),
         recognize(date_time()),
+        recognize(delimited(
+            char('['),
+            (opt(slashed_date), clock()),
+            char(']'),
+        )),
     ));
     let separator = || alt((tag(" - "), tag(" | "), tag(": "), tag(" ")));
+    // Loguru pads the level (`ERROR    | `) and names the place after it
+    // (`train:main:42 - `).
     let level = terminated(
         alt((
             recognize(delimited(char('['), level_word, char(']'))),
             recognize(level_word),
         )),
-        separator(),
+        (
+            take_while_m_n(0, 8, |c| c == ' '),
+            alt((tag("- "), tag("| "), tag(": "), tag(""))),
+        ),
     );
-    let parsed: IResult<&str, &str> = recognize((stamp, separator(), opt(level))).parse(s);
+    let place = terminated(
+        verify(
+            take_while1(|c: char| {
+                c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '<' | '>')
+            }),
+            |p: &str| {
+                p.rsplit_once(':').is_some_and(|(_, line)| {
+                    !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+                })
+            },
+        ),
+        tag(" - "),
+    );
+    let parsed: IResult<&str, &str> =
+        recognize((stamp, separator(), opt((level, opt(place))))).parse(s);
     match parsed {
         Ok((rest, _)) => rest,
         Err(_) => s,
@@ -191,7 +390,22 @@ fn ray_tag(s: &str) -> Option<(Option<u32>, &str)> {
     if !names_process {
         return None;
     }
-    let rank = words.find_map(|w| w.strip_prefix("rank=")?.parse::<u32>().ok());
+    // vLLM's worker processes name their parallel ranks in the process
+    // name: `(Worker_TP2 pid=1304)` is rank 2; in a later pipeline stage
+    // or data-parallel replica (`Worker_PP1_TP0`) the global rank also
+    // depends on sizes the name does not give, so none is taken.
+    let tp_rank = |w: &str| {
+        let number = |prefix: &str| {
+            w.split('_')
+                .find_map(|part| part.strip_prefix(prefix)?.parse::<u32>().ok())
+        };
+        let first_stage = number("PP").unwrap_or(0) == 0 && number("DP").unwrap_or(0) == 0;
+        number("TP").filter(|_| first_stage)
+    };
+    let rank = words
+        .clone()
+        .find_map(|w| w.strip_prefix("rank=")?.parse::<u32>().ok())
+        .or_else(|| words.find_map(tp_rank));
     Some((rank, rest.trim_start_matches(' ')))
 }
 
@@ -352,6 +566,21 @@ mod tests {
             ),
             ("2026-11-29 21:00:10.5 | WARNING | Traceback", "Traceback"),
             (
+                "2024-05-01 12:00:00.123 | ERROR    | train:main:42 - RuntimeError: x",
+                "RuntimeError: x",
+            ),
+            (
+                "2024-05-01 12:00:00.123 | INFO     | __main__:<module>:7 - step 3",
+                "step 3",
+            ),
+            (
+                "2024-05-01 12:00:00.123 | ERROR    | not a place - x",
+                "not a place - x",
+            ),
+            ("[15:05:33] RuntimeError: x", "RuntimeError: x"),
+            ("[12/03/24 15:05:33] ERROR    boom", "boom"),
+            ("[15:05:33.120] INFO: x", "x"),
+            (
                 "[2026-11-29 15:15:02] vm:1709:1709 [0] bootstrap.cc:114 NCCL WARN",
                 "vm:1709:1709 [0] bootstrap.cc:114 NCCL WARN",
             ),
@@ -364,6 +593,92 @@ mod tests {
             "1234567: x",
             "2026-11-29 was a Sunday",
             "2026-11-29 21:00 x",
+            "[15:05] x",
+            "15:05:33 x",
+        ] {
+            assert_eq!(strip_rank_prefix(line).rest, line, "{line}");
+        }
+    }
+
+    #[test]
+    fn compose_tags_and_syslog_headers() {
+        for (line, rank, rest) in [
+            (
+                "vllm-server-1  | ERROR 02-24 boom",
+                None,
+                "ERROR 02-24 boom",
+            ),
+            (
+                "trainer_1      | [rank3]: RuntimeError: x",
+                Some(3),
+                "RuntimeError: x",
+            ),
+            ("app-1  |", None, ""),
+            ("tgi-1  | 2024-05-01T12:00:00.123456Z ERROR x", None, "x"),
+            (
+                "Dec  3 15:05:33 gpu-node1 python[12345]: torch.OutOfMemoryError: x",
+                None,
+                "torch.OutOfMemoryError: x",
+            ),
+            (
+                "Nov 29 21:00:10 dgx01 kernel: NVRM: Xid (PCI:0000:1b:00): 79",
+                None,
+                "NVRM: Xid (PCI:0000:1b:00): 79",
+            ),
+            (
+                "2026-11-29T21:00:10+0000 node7 train.sh[77]: [rank1]: x",
+                Some(1),
+                "x",
+            ),
+        ] {
+            let p = strip_rank_prefix(line);
+            assert_eq!((p.rank, p.rest), (rank, rest), "{line}");
+        }
+        for (line, rank, rest) in [
+            ("ERROR 05-01 12:00:00 [core.py:123] Traceback", None, "Traceback"),
+            (
+                "INFO 05-01 12:00:00 llm_engine.py:73] Initializing",
+                None,
+                "Initializing",
+            ),
+            (
+                "(VllmWorker rank=1 pid=4716) ERROR 02-24 00:55:46 [multiproc_executor.py:470] boom",
+                Some(1),
+                "boom",
+            ),
+            ("[2025-01-01 12:00:00 TP3] Scheduler hit", Some(3), "Scheduler hit"),
+            ("[2025-01-01 12:00:00 DP0 TP2] x", Some(2), "x"),
+            ("[2025-01-01 12:00:00 DP1 TP0] x", None, "x"),
+            ("shanghai01: x", None, "x"),
+            ("worker-1: [rank8]: RuntimeError: x", Some(8), "RuntimeError: x"),
+            ("10.10.23.10: NCCL WARN x", None, "NCCL WARN x"),
+            ("c000002:   File \"x.py\"", None, "  File \"x.py\""),
+            (
+                "node1: [2024-01-01 12:00:00,123] [INFO] [engine.py:1] x",
+                None,
+                "[engine.py:1] x",
+            ),
+        ] {
+            let p = strip_rank_prefix(line);
+            assert_eq!((p.rank, p.rest), (rank, rest), "{line}");
+        }
+        for line in [
+            "llama_kv_cache_init: failed",
+            "libcudart.so.11.0: cannot open shared object file",
+            "python3: can't open file 'x'",
+            "gcc-11: error: x",
+            "slurmstepd-gpu20-15: error: x",
+            "GPU0: NVIDIA",
+            "ERROR 05-01 12:00:00 boom",
+            "[2025-01-01 12:00:00 tp3] x",
+            "RuntimeError: x",
+            "main: error",
+            "Epoch 1:  50%|#####     | 5/10",
+            "total  | 12",
+            "1-2  | x",
+            "name-1 |x",
+            "| GPU  Name |",
+            "Nov 29 21:00:10 the job is done",
         ] {
             assert_eq!(strip_rank_prefix(line).rest, line, "{line}");
         }
@@ -378,6 +693,14 @@ mod tests {
             (p.rank, p.rest),
             (None, "File \"/x/api.py\", line 881, in _invoke_run")
         );
+        let p = strip_rank_prefix("(Worker_TP2 pid=1304) torch.AcceleratorError: x");
+        assert_eq!((p.rank, p.rest), (Some(2), "torch.AcceleratorError: x"));
+        let p = strip_rank_prefix("(Worker_PP1_TP0 pid=77) x");
+        assert_eq!(p.rank, None);
+        let p = strip_rank_prefix("(Worker_PP0_TP3 pid=77) x");
+        assert_eq!(p.rank, Some(3));
+        let p = strip_rank_prefix("(EngineCore_DP0 pid=9492) x");
+        assert_eq!(p.rank, None);
         let p = strip_rank_prefix("(VllmWorker rank=1 pid=4716) ERROR 02-24 00:55:46 boom");
         assert_eq!((p.rank, p.rest), (Some(1), "ERROR 02-24 00:55:46 boom"));
         let p = strip_rank_prefix(

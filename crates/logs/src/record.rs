@@ -29,11 +29,15 @@ pub fn continues_message(text: &str) -> bool {
 }
 
 /// Whether `text` may be the rest of a line cut at a wrap width inside a
-/// word or a number: as [`continues_message`], except that a first
-/// character a record often starts with (a digit, a bracket) is only the
-/// cut's place (`block: [420,` then `0,0], thread: ...`). A time, a
-/// level, an NCCL header or a new exception still start a record.
+/// word or a number, or at a space (which then starts the rest): as
+/// [`continues_message`], except that a first character a record often
+/// starts with (a digit, a bracket) is only the cut's place (`block:
+/// [420,` then `0,0], thread: ...`; `failed to allocate` then ` 7.35G
+/// (7889485824 bytes)`). A time, a level, an NCCL header or a new
+/// exception still start a record, and a rest indented further is not a
+/// cut's.
 pub fn continues_wrapped_message(text: &str) -> bool {
+    let text = text.strip_prefix(' ').unwrap_or(text);
     !text.is_empty()
         && !text.starts_with(char::is_whitespace)
         && text.len() <= MAX_CONTINUATION
