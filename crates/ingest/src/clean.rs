@@ -21,10 +21,11 @@ pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
     } else {
         strip_escapes(raw, out);
     }
-    strip_quote_markers(out);
     if memchr::memchr3(b'&', 0xe2, 0xc2, out).is_some() {
         plain_web_text(out);
     }
+    // After the references: a quoted reply copied from a page is `&gt; `.
+    strip_quote_markers(out);
     if memchr::memmem::find(out, b"](http").is_some() {
         unlink(out);
     }
@@ -95,11 +96,18 @@ fn plain_web_text(out: &mut Vec<u8>) {
     out.truncate(write);
 }
 
-/// Removes Markdown quote markers from the start of the line: `>` followed
-/// by a space or the line's end, any number of times. A prompt such as
-/// `>>> ` is not a marker.
+/// Removes Markdown quote markers from the start of the line (after up to
+/// eight spaces or tabs of indentation, which stay): `>` followed by a
+/// space or the line's end, any number of times. A prompt such as `>>> `
+/// is not a marker.
 fn strip_quote_markers(out: &mut Vec<u8>) {
-    let mut at = 0;
+    // An indented block of quoted lines keeps its indentation.
+    let indent = out
+        .iter()
+        .take(8)
+        .take_while(|&&b| b == b' ' || b == b'\t')
+        .count();
+    let mut at = indent;
     while out.get(at) == Some(&b'>') {
         match out.get(at + 1) {
             Some(b' ') => at += 2,
@@ -107,8 +115,8 @@ fn strip_quote_markers(out: &mut Vec<u8>) {
             Some(_) => break,
         }
     }
-    if at > 0 {
-        out.drain(..at);
+    if at > indent {
+        out.drain(indent..at);
     }
 }
 
@@ -220,6 +228,9 @@ mod tests {
         assert_eq!(clean(b">"), b"");
         assert_eq!(clean(b">>> import torch"), b">>> import torch");
         assert_eq!(clean(b"a > b"), b"a > b");
+        assert_eq!(clean(b"    > node1:1:2 [0] x"), b"    node1:1:2 [0] x");
+        assert_eq!(clean(b"&gt; RuntimeError: x"), b"RuntimeError: x");
+        assert_eq!(clean(b"&gt;&gt;&gt; import torch"), b">>> import torch");
         assert_eq!(
             clean(b"n1:1:2 [0] transport/[net_ib.cc:101](http://net_ib.cc:101/) NCCL WARN"),
             b"n1:1:2 [0] transport/net_ib.cc:101 NCCL WARN"

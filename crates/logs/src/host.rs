@@ -117,11 +117,13 @@ pub(crate) fn after_syslog_header(s: &str) -> Option<&str> {
 
 /// A syslog time (`Nov 29 21:00:10`, `Nov  1 21:00:10.123456`, or RFC
 /// 3339 `2026-11-29T21:00:10.123+00:00`), then `host ident:` or
-/// `host ident[pid]:`.
+/// `host ident[pid]:`. After an RFC 3339 time, which a collector also puts
+/// in front of a program's text (`... CUDA Error: unknown error`), the
+/// ident must be the kernel's or carry its process id.
 fn syslog_header(s: &str) -> IResult<&str, &str> {
-    let (s, _) = alt((bsd_time, rfc3339_time)).parse(s)?;
+    let (s, bsd) = alt((bsd_time.map(|_| true), rfc3339_time.map(|_| false))).parse(s)?;
     let (s, _) = space1(s)?;
-    terminated(
+    let (rest, (host, (_, ident, pid, _))) = (
         host_name,
         (
             space1,
@@ -130,7 +132,18 @@ fn syslog_header(s: &str) -> IResult<&str, &str> {
             char(':'),
         ),
     )
-    .parse(s)
+        .parse(s)?;
+    let named = pid.is_some()
+        || ident == "kernel"
+        || (bsd && ident.starts_with(|c: char| c.is_ascii_lowercase()));
+    if named {
+        Ok((rest, host))
+    } else {
+        Err(nom::Err::Error(nom::error::Error::new(
+            s,
+            nom::error::ErrorKind::Verify,
+        )))
+    }
 }
 
 /// `Nov 29 21:00:10`, with an optional fraction.
@@ -262,6 +275,10 @@ mod tests {
     #[test]
     fn not_headers() {
         assert_eq!(line_host("Nov 29 21:00:10 the job is done"), None);
+        assert_eq!(
+            line_host("2024-05-01T12:00:00.123456789Z CUDA Error: unknown error"),
+            None
+        );
         assert_eq!(line_host("RuntimeError: CUDA error: out of memory"), None);
         assert_eq!(
             line_host("[ 8123.402617] NVRM: Xid (PCI:0000:01:00): 46"),

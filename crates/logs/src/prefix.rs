@@ -20,29 +20,36 @@ pub struct Prefixed<'a> {
 /// `trainer_1  | `), the node name pdsh puts in front of a remote
 /// command's lines (DeepSpeed's multi-node launcher: `worker-1: `,
 /// `10.0.0.3: `), a syslog or `journalctl` header (`Nov 29 21:00:10
-/// gpu-node-3 python[4242]: `), a collector's RFC 3339 time (`kubectl logs
-/// --timestamps`, `docker logs -t`: `2026-11-29T21:00:10.123456789Z `),
-/// Ray's worker tag (`(RayTrainWorker pid=1234, ip=10.0.0.1) `,
+/// gpu-node-3 python[4242]: `), a collector's RFC 3339 time (`kubectl
+/// logs --timestamps`, `docker logs -t`: `2026-11-29T21:00:10.123456789Z
+/// `) or a logging setup's time and level, and the program's own time
+/// after it, Ray's worker tag (`(RayTrainWorker pid=1234, ip=10.0.0.1) `,
 /// `(VllmWorker rank=0 pid=4716) `, `(raylet) `) with the
-/// ` [repeated 3x across cluster]` Ray's log deduplication appends,
-/// Slurm's task label (`srun --label`: `3: `, the task number), leading
-/// `[rankN]:` and `[<role>N]:` prefixes (in any order and number) and the
-/// spaces after them, then a program's own `[rankN] ` tag (no colon, a
-/// space after it). The rank is the `[rankN]` one, else the label's, the
-/// role's or the Ray tag's `rank=` number.
+/// ` [repeated 3x across cluster]` Ray's log deduplication appends, a
+/// Markdown quote marker, vLLM's and SGLang's logging headers, Slurm's
+/// task label (`srun --label`: `3: `, the task number), Open MPI's
+/// `--tag-output` prefix, leading `[rankN]:` and `[<role>N]:` prefixes
+/// (in any order and number) and the spaces after them, then a program's
+/// own `[rankN] ` tag (no colon, a space after it). The rank is the
+/// `[rankN]` one, else the label's, the role's, SGLang's `TP` number or
+/// the Ray tag's `rank=` (or vLLM's `Worker_TPn`) number.
 pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
     let line = compose_service_tag(line).unwrap_or(line);
     let line = pdsh_node(line).unwrap_or(line);
-    let mut rest = match crate::host::after_syslog_header(line) {
-        Some(after) => after,
-        None => strip_collector_time(line),
-    };
+    let line = crate::host::after_syslog_header(line).unwrap_or(line);
+    // A collector's time, then the program's own (`kubectl logs
+    // --timestamps` of a program that prints its time).
+    let mut rest = strip_collector_time(strip_collector_time(line));
     let mut rank = None;
     let mut role_rank = None;
     if let Some((tag_rank, after)) = ray_tag(rest) {
         role_rank = tag_rank;
         rest = strip_ray_repeat(after);
     }
+    // A Markdown quote marker a time or a logging setup's prefix put
+    // further in (`... - INFO - > building GPT2 tokenizer`): as at the
+    // start of a line, it is not the program's text.
+    rest = strip_quote_marker(rest);
     if let Some(after) = vllm_header(rest) {
         rest = after;
     }
@@ -75,6 +82,19 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
     }
     let rank = rank.or(role_rank).or_else(|| c10d_rank(rest));
     Prefixed { rank, rest }
+}
+
+/// `s` without Markdown quote markers in front (`> `, `> > `; not `>>> `).
+fn strip_quote_marker(s: &str) -> &str {
+    let mut rest = s;
+    while let Some(after) = rest.strip_prefix('>') {
+        match after.strip_prefix(' ') {
+            Some(after) => rest = after,
+            None if after.is_empty() => rest = after,
+            None => break,
+        }
+    }
+    rest
 }
 
 /// What follows Docker Compose's tag of the service (and its replica) a
@@ -578,6 +598,15 @@ mod tests {
                 "not a place - x",
             ),
             ("[15:05:33] RuntimeError: x", "RuntimeError: x"),
+            (
+                "2024-05-01 12:00:00,123 - INFO - > building GPT2 tokenizer",
+                "building GPT2 tokenizer",
+            ),
+            ("2024-05-01 12:00:00 >>> import torch", ">>> import torch"),
+            (
+                "2024-05-01T12:00:00.123456789Z 2024-11-20 14:37:16 [rank3]: x",
+                "x",
+            ),
             ("[12/03/24 15:05:33] ERROR    boom", "boom"),
             ("[15:05:33.120] INFO: x", "x"),
             (
@@ -624,6 +653,16 @@ mod tests {
                 "Nov 29 21:00:10 dgx01 kernel: NVRM: Xid (PCI:0000:1b:00): 79",
                 None,
                 "NVRM: Xid (PCI:0000:1b:00): 79",
+            ),
+            (
+                "2024-05-01T12:00:00Z CUDA Error: unknown error",
+                None,
+                "CUDA Error: unknown error",
+            ),
+            (
+                "Nov 29 21:00:10 dgx01 python[7]: 2024-11-20 14:37:16 [rank3]: x",
+                Some(3),
+                "x",
             ),
             (
                 "2026-11-29T21:00:10+0000 node7 train.sh[77]: [rank1]: x",
