@@ -2,8 +2,8 @@
 //! shares, and lines a terminal or a paste cut at a wrap width.
 
 use coroner_ingest::clean_line;
-use coroner_logs::{continues_wrapped_message, strip_rank_prefix};
-use coroner_rules::Line;
+use coroner_logs::{continues_message, continues_wrapped_message, strip_rank_prefix};
+use coroner_rules::{is_hard_wrapped, Line};
 
 /// Indentation of a pasted block removed at most.
 const MAX_INDENT: usize = 8;
@@ -65,8 +65,18 @@ pub(crate) fn dedent(text: &str, indent: usize) -> &str {
 /// Whether `line` may be the rest of a line cut at a wrap width: the
 /// whole line (a wrap leaves no prefix or time in front of the rest) reads
 /// as [`continues_wrapped_message`].
-pub(crate) fn continues_wrapped_line(line: &Line<'_>) -> bool {
+fn continues_wrapped_line(line: &Line<'_>) -> bool {
     line.text.len() == line.shown.len() && continues_wrapped_message(line.shown)
+}
+
+/// Whether `line` continues the message of the line before it, shown as
+/// `before`: as any continuation does, or as the rest of `before` cut at
+/// a wrap width (inside a word or a number, or at a space).
+pub(crate) fn continues_line(before: &str, line: &Line<'_>) -> bool {
+    let cut = is_hard_wrapped(before)
+        && !before.ends_with(char::is_whitespace)
+        && continues_wrapped_line(line);
+    continues_message(line.text) || cut
 }
 
 #[cfg(test)]

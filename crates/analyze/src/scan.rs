@@ -12,7 +12,7 @@
 //! holding ANSI escapes (which can split a literal).
 
 use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
-use crate::pasted::{continues_wrapped_line, dedent, shared_indent, Indent};
+use crate::pasted::{continues_line, dedent, shared_indent, Indent};
 use coroner_ingest::{clean_line, has_web_text, Block, BlockReader, MAX_LINE};
 use coroner_logs::{
     continues_message, embedded_message, spawned_process, strip_rank_prefix, Prefixed,
@@ -181,12 +181,10 @@ impl Joinable {
     /// that continues a ranked line broken by a hard wrap is that rank's).
     fn continued_by(&self, line: &Line<'_>) -> Option<Option<u32>> {
         let last = self.held.checked_sub(1).and_then(|i| self.lines.get(i))?;
-        let wrapped = is_hard_wrapped(&last.shown);
-        let same_rank = last.rank == line.rank || (line.rank.is_none() && wrapped);
-        let cut_mid_word =
-            wrapped && !last.shown.ends_with(char::is_whitespace) && continues_wrapped_line(line);
-        let continues = continues_message(line.text) || cut_mid_word;
-        (last.number + 1 == line.number && same_rank && continues).then_some(last.rank)
+        let same_rank =
+            last.rank == line.rank || (line.rank.is_none() && is_hard_wrapped(&last.shown));
+        (last.number + 1 == line.number && same_rank && continues_line(&last.shown, line))
+            .then_some(last.rank)
     }
 
     /// Keeps `line` after the lines kept, or alone with `restart`.
@@ -624,8 +622,7 @@ impl TextScan<'_> {
         let Some(shown) = self.recent.get(before).filter(|s| is_hard_wrapped(s)) else {
             return;
         };
-        let cut_mid_word = !shown.ends_with(char::is_whitespace) && continues_wrapped_line(line);
-        if !(continues_message(line.text) || cut_mid_word) {
+        if !continues_line(shown, line) {
             return;
         }
         let shown = shown.to_owned();

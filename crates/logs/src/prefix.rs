@@ -172,11 +172,17 @@ fn pdsh_node(s: &str) -> Option<&str> {
     named.then_some(rest)
 }
 
+/// Exactly `n` ASCII digits.
+fn digits<'a>(
+    n: usize,
+) -> impl Parser<&'a str, Output = &'a str, Error = nom::error::Error<&'a str>> {
+    take_while_m_n(n, n, |c: char| c.is_ascii_digit())
+}
+
 /// What follows vLLM's logging header: the level, the month and day, the
 /// time and the place (`ERROR 05-01 12:00:00 [core.py:123] `; before 0.6
 /// without the opening bracket, `INFO 05-01 12:00:00 llm_engine.py:73] `).
 fn vllm_header(s: &str) -> Option<&str> {
-    let two = || take_while_m_n(2, 2, |c: char| c.is_ascii_digit());
     let place = (
         opt(char('[')),
         take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')),
@@ -187,8 +193,8 @@ fn vllm_header(s: &str) -> Option<&str> {
     let parsed: IResult<&str, _> = (
         level_word,
         char(' '),
-        (two(), char('-'), two(), char(' ')),
-        (two(), char(':'), two(), char(':'), two()),
+        (digits(2), char('-'), digits(2), char(' ')),
+        (digits(2), char(':'), digits(2), char(':'), digits(2)),
         opt((char('.'), digit1)),
         char(' '),
         place,
@@ -202,8 +208,6 @@ fn vllm_header(s: &str) -> Option<&str> {
 /// 12:00:00 DP0 TP3] `), and the tensor-parallel rank it names in the
 /// first data-parallel replica and pipeline stage.
 fn sglang_header(s: &str) -> Option<(Option<u32>, &str)> {
-    let four = take_while_m_n(4, 4, |c: char| c.is_ascii_digit());
-    let two = || take_while_m_n(2, 2, |c: char| c.is_ascii_digit());
     let group = preceded(
         char(' '),
         (
@@ -215,8 +219,15 @@ fn sglang_header(s: &str) -> Option<(Option<u32>, &str)> {
         char('['),
         preceded(
             (
-                (four, char('-'), two(), char('-'), two(), char(' ')),
-                (two(), char(':'), two(), char(':'), two()),
+                (
+                    digits(4),
+                    char('-'),
+                    digits(2),
+                    char('-'),
+                    digits(2),
+                    char(' '),
+                ),
+                (digits(2), char(':'), digits(2), char(':'), digits(2)),
             ),
             nom::multi::many1(group),
         ),
@@ -300,11 +311,6 @@ fn c10d_rank(s: &str) -> Option<u32> {
 /// not (`2026-11-29 21:00:10,123`, `[2026-11-29 21:00:10]`), and then a
 /// level word, bracketed or not (`INFO`, `[ERROR]`), with its separator.
 fn strip_collector_time(s: &str) -> &str {
-    fn digits<'a>(
-        n: usize,
-    ) -> impl Parser<&'a str, Output = &'a str, Error = nom::error::Error<&'a str>> {
-        take_while_m_n(n, n, |c: char| c.is_ascii_digit())
-    }
     let date_time = || {
         let zone = alt((
             recognize(char('Z')),
