@@ -2,7 +2,9 @@
 //! shares, and lines a terminal or a paste cut at a wrap width.
 
 use coroner_ingest::clean_line;
-use coroner_logs::{continues_message, continues_wrapped_message, strip_rank_prefix};
+use coroner_logs::{
+    continues_message, continues_wrapped_message, rest_of_cut_line, strip_rank_prefix,
+};
 use coroner_rules::{is_hard_wrapped, Line};
 
 /// Indentation of a pasted block removed at most.
@@ -41,6 +43,111 @@ pub(crate) fn shared_indent(bytes: &[u8]) -> Indent {
     } else {
         shared
     }
+}
+
+/// Lines looked at to tell whether an input was hard-wrapped.
+const WRAP_SAMPLE_LINES: usize = 4096;
+/// Narrowest wrap width recognised.
+const MIN_WRAP_WIDTH: usize = 40;
+
+/// The width at which a terminal or a paste cut every line of `bytes`
+/// (the start of an input), if it did: then no line is wider; the lines
+/// exactly that wide are not all one line with other numbers; at least
+/// two thirds of them (two at least) are followed by a line that reads as
+/// the rest of a cut line ([`rest_of_cut_line`]); and one at least was cut
+/// inside a word or a number, or after a word's space. Lines of equal width that a program wrote
+/// (NCCL's channel lines, a kernel's assertion from many threads, a
+/// table's rows, a rule of dashes above a header) fail one of these.
+pub(crate) fn wrap_width(bytes: &[u8]) -> Option<usize> {
+    let mut cleaned = Vec::new();
+    let lines: Vec<String> = bytes
+        .split(|&b| b == b'\n')
+        .take(WRAP_SAMPLE_LINES)
+        .map(|raw| String::from_utf8_lossy(clean_line(raw, &mut cleaned)).into_owned())
+        .collect();
+    let widths: Vec<usize> = lines.iter().map(|l| l.chars().count()).collect();
+    let width = widths
+        .iter()
+        .copied()
+        .max()
+        .filter(|&w| w >= MIN_WRAP_WIDTH)?;
+    let full: Vec<usize> = (0..lines.len().saturating_sub(1))
+        .filter(|&i| widths[i] == width)
+        .collect();
+    let cut = full
+        .iter()
+        .filter(|&&i| rest_of_cut_line(&lines[i + 1]))
+        .count();
+    let templates: std::collections::HashSet<String> =
+        full.iter().map(|&i| without_digits(&lines[i])).collect();
+    let in_text = full.iter().any(|&i| cut_in_text(&lines[i], &lines[i + 1]));
+    (templates.len() >= 2 && in_text && cut >= 2 && cut * 3 >= full.len() * 2).then_some(width)
+}
+
+/// Whether `line`, then `rest`, look like text cut inside a word or a
+/// number, or just after one word's space, before the next word.
+fn cut_in_text(line: &str, rest: &str) -> bool {
+    let mut end = line.chars().rev();
+    let last = end.next();
+    let word_before = match last {
+        Some(' ') => end.next().is_some_and(|c| !c.is_whitespace()),
+        Some(c) => c.is_alphanumeric(),
+        None => false,
+    };
+    word_before && rest.chars().next().is_some_and(char::is_alphanumeric)
+}
+
+/// `text` with its digits replaced by `0`: the template of a line that
+/// a program repeats with other numbers.
+fn without_digits(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_ascii_digit() { '0' } else { c })
+        .collect()
+}
+
+/// The end of the line of `bytes` starting at `start` once the lines a
+/// wrap at `width` cut from it are put back (the offset of its last
+/// newline or of the end), and how many lines it spans, at most
+/// [`MAX_WRAPPED_LINES`].
+pub(crate) fn unwrapped_end(bytes: &[u8], start: usize, width: usize) -> (usize, u64) {
+    let mut cleaned = Vec::new();
+    let mut at = start;
+    let mut lines = 1;
+    loop {
+        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
+        if end >= bytes.len() || lines >= MAX_WRAPPED_LINES {
+            return (end, lines);
+        }
+        let line = String::from_utf8_lossy(clean_line(&bytes[at..end], &mut cleaned)).into_owned();
+        let next_end =
+            memchr::memchr(b'\n', &bytes[end + 1..]).map_or(bytes.len(), |i| end + 1 + i);
+        let next = String::from_utf8_lossy(clean_line(&bytes[end + 1..next_end], &mut cleaned))
+            .into_owned();
+        if line.chars().count() != width || !rest_of_cut_line(&next) {
+            return (end, lines);
+        }
+        at = end + 1;
+        lines += 1;
+    }
+}
+
+/// Lines put back together into one at most.
+pub(crate) const MAX_WRAPPED_LINES: u64 = 64;
+
+/// `raw` (lines of an input) with the line breaks (and carriage returns)
+/// between them removed: the line a wrap cut.
+pub(crate) fn unwrapped(raw: &[u8]) -> Vec<u8> {
+    let mut whole = Vec::with_capacity(raw.len());
+    let mut parts = raw.split(|&b| b == b'\n').peekable();
+    while let Some(part) = parts.next() {
+        let cut = parts.peek().is_some();
+        whole.extend_from_slice(if cut {
+            part.strip_suffix(b"\r").unwrap_or(part)
+        } else {
+            part
+        });
+    }
+    whole
 }
 
 /// Indentation shared by every line of an input: see [`shared_indent`].
@@ -106,5 +213,77 @@ mod tests {
         assert_eq!(dedent("  x", 4), "x");
         assert_eq!(dedent("\tx", 4), "x");
         assert_eq!(indent("\ta\n\t  b\n"), (1, 0));
+    }
+
+    /// `text`'s lines cut every `width` characters, as a terminal does.
+    fn wrapped(text: &str, width: usize) -> String {
+        let mut out = String::new();
+        for line in text.lines() {
+            let chars: Vec<char> = line.chars().collect();
+            for chunk in chars.chunks(width) {
+                out.extend(chunk);
+                out.push('\n');
+            }
+            if chars.is_empty() {
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    const LOG: &str = "Traceback (most recent call last):
+  File \"/home/user/projects/detection/tools/train.py\", line 120, in <module>
+    main()
+RuntimeError: CUDA error: an illegal memory access was encountered. CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+";
+
+    #[test]
+    fn a_terminal_wrap_is_recognised_by_its_width() {
+        let cut = wrapped(LOG, 60);
+        assert_eq!(wrap_width(cut.as_bytes()), Some(60));
+        let start = cut.find("RuntimeError").unwrap();
+        let (end, lines) = unwrapped_end(cut.as_bytes(), start, 60);
+        assert_eq!(lines, 4);
+        assert_eq!(
+            String::from_utf8(unwrapped(&cut.as_bytes()[start..end])).unwrap(),
+            LOG.lines().last().unwrap()
+        );
+        // The frame's line is put back from its two parts, and the
+        // indented line after it stays a line of its own.
+        let frame = cut.find("  File").unwrap();
+        assert_eq!(unwrapped_end(cut.as_bytes(), frame, 60).1, 2);
+        assert_eq!(wrap_width(LOG.as_bytes()), None);
+    }
+
+    #[test]
+    fn lines_a_program_made_equally_wide_are_not_a_wrap() {
+        let channels = "gpu4:3590:3597 [0] NCCL INFO Channel 00/0 : 0[90000] -> 1[1000] [send] via NET/Socket/0
+gpu4:3590:3597 [0] NCCL INFO Channel 01/0 : 0[90000] -> 1[1000] [send] via NET/Socket/1
+gpu4:3590:3597 [0] NCCL INFO Channel 02/0 : 0[90000] -> 1[1000] [send] via NET/Socket/2
+";
+        assert_eq!(wrap_width(channels.as_bytes()), None);
+        let repeated =
+            "WARNING: the same long warning that several processes printed at once, word for word
+and its second line
+WARNING: the same long warning that several processes printed at once, word for word
+and its second line
+";
+        assert_eq!(wrap_width(repeated.as_bytes()), None);
+        let asserts = "/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.
+/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [6,0,0] Assertion `t >= 0 && t < n_classes` failed.
+/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [7,0,0] Assertion `t >= 0 && t < n_classes` failed.
+Traceback (most recent call last):
+";
+        assert_eq!(wrap_width(asserts.as_bytes()), None);
+        let notebook = "---------------------------------------------------------------------------
+OutOfMemoryError                          Traceback (most recent call last)
+/tmp/ipykernel_36/773422404.py in <cell line: 0>()
+";
+        assert_eq!(wrap_width(notebook.as_bytes()), None);
+        let table = "+-----  Hardware  ----------+------------------------------------------------+
+| GPU Memory                | Pass - GPU: 1                                  |
+|                           | Fail - GPU: 0                                  |
+";
+        assert_eq!(wrap_width(table.as_bytes()), None);
     }
 }

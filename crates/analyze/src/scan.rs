@@ -12,7 +12,9 @@
 //! holding ANSI escapes (which can split a literal).
 
 use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
-use crate::pasted::{continues_line, dedent, shared_indent, Indent};
+use crate::pasted::{
+    continues_line, dedent, shared_indent, unwrapped, unwrapped_end, wrap_width, Indent,
+};
 use coroner_ingest::{clean_line, has_web_text, Block, BlockReader, MAX_LINE};
 use coroner_logs::{
     continues_message, embedded_message, spawned_process, strip_rank_prefix, Prefixed,
@@ -134,6 +136,9 @@ struct TextScan<'a> {
     /// list item, an email quote) reads as the log. Decided on the first
     /// block of an input read whole from its start; `None` until then.
     indent: Option<Indent>,
+    /// The width at which a terminal or a paste cut the input's lines,
+    /// decided with `indent`: the lines it cut are read put back together.
+    wrap: Option<usize>,
 }
 
 /// The lines of a message kept to be matched joined with the next: a
@@ -156,6 +161,10 @@ struct HeldLine {
     shown: String,
     rank: Option<u32>,
 }
+
+/// Bytes of a hard-wrapped input read with its cut lines put back
+/// together: a paste is far shorter.
+const UNWRAPPED_BYTES: u64 = 16 << 20;
 
 /// Lines of one message matched joined at most.
 const MAX_JOINED_LINES: usize = 6;
@@ -313,6 +322,7 @@ pub(crate) fn scan_part(
         // A part cut from a larger file, or a growing input, keeps its
         // lines as they are: what is found never depends on the cuts.
         indent: (part.offset != 0 || part.live || part.after.is_some()).then(Indent::default),
+        wrap: None,
     };
     loop {
         match blocks.next_block() {
@@ -470,8 +480,13 @@ impl TextScan<'_> {
     fn block(&mut self, bytes: &[u8], offset: u64) {
         if self.indent.is_none() {
             self.indent = Some(shared_indent(bytes));
+            self.wrap = wrap_width(bytes);
         }
         self.sample_metrics(bytes);
+        if let Some(width) = self.wrap.filter(|_| offset < UNWRAPPED_BYTES) {
+            self.unwrapped_block(bytes, offset, width);
+            return;
+        }
         // Colour codes or a web page's character references can stand
         // inside a rule's literal: then every line is cleaned first.
         let escapes = memchr::memchr(0x1b, bytes).is_some() || has_web_text(bytes);
@@ -502,6 +517,24 @@ impl TextScan<'_> {
             self.skip(&bytes[pos..start]);
             self.remember_before(bytes, start);
             self.handle_line(&bytes[start..end], offset + start as u64, false);
+            pos = end + 1;
+        }
+    }
+
+    /// Scans a block of an input hard-wrapped at `width`, every line
+    /// looked at: a line the wrap cut is handled whole, numbered as its
+    /// first part.
+    fn unwrapped_block(&mut self, bytes: &[u8], offset: u64, width: usize) {
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let (end, lines) = unwrapped_end(bytes, pos, width);
+            let raw = &bytes[pos..end];
+            if lines > 1 {
+                self.handle_line(&unwrapped(raw), offset + pos as u64, false);
+            } else {
+                self.handle_line(raw, offset + pos as u64, false);
+            }
+            self.line += lines - 1;
             pos = end + 1;
         }
     }

@@ -7,7 +7,9 @@
 //! (mshadow's with `Name: <kernel> ErrStr:` before the message),
 //! THC's `THCudaCheck FAIL ... error=<number> : <message>`, Caffe2's
 //! `error == cudaSuccess. <number> vs 0. Error at: <file>: <message>`,
-//! Triton's `Triton Error [CUDA]: <message>`,
+//! Triton's `Triton Error [CUDA]: <message>`, the CUDA samples' `(error
+//! code <message>)`, "CUDA by Example"'s `<message> in <file>.cu at line
+//! <n>` and RELION's `... (error-code <n>)`,
 //! PyTorch's `Unexpected error from cudaGetDeviceCount() ... Error <number>:
 //! <message>` warning
 //! (and, for distinctive messages, the bare message) of every code of that
@@ -218,6 +220,17 @@ fn cuda_rule(
             r"CUDA initialization failure with error:? (?P<what>{})\b",
             numbers.join("|")
         ),
+        // The CUDA samples' check, copied into many programs: `Failed to
+        // allocate device vector A (error code out of memory)!`.
+        format!(r"\(error code (?P<what>{})\)", alternation(&messages)),
+        // The check of "CUDA by Example" (`book.h`), copied into many
+        // programs: `out of memory in kernel.cu at line 41`; RELION's adds
+        // the code: `ERROR: out of memory in .../acc_backprojector_impl.h at
+        // line 37 (error-code 2)`.
+        format!(
+            r"(?P<what>{}) in \S+?(?:\.cuh?(?: at line \d+)|(?: at line \d+) \(error-code \d+\))",
+            alternation(&messages)
+        ),
         // PyTorch's warning when counting devices fails: `Unexpected error
         // from cudaGetDeviceCount(). ... Error 802: system not yet initialized`.
         format!(
@@ -241,6 +254,8 @@ fn cuda_rule(
         "THCudaCheck FAIL".to_owned(),
         "Triton Error [CUDA]".to_owned(),
         "CUDA initialization failure".to_owned(),
+        "(error code ".to_owned(),
+        " at line ".to_owned(),
     ];
     literals.extend(distinctive.iter().map(|m| (*m).to_owned()));
     let canonical = codes[0];

@@ -44,6 +44,24 @@ pub fn continues_wrapped_message(text: &str) -> bool {
         && !starts_marked_record(text)
 }
 
+/// Whether `text` may be the rest of a line that a terminal or a paste
+/// cut at a known width (the line before it was exactly that wide): as
+/// [`continues_wrapped_message`], except that a rest of any length may
+/// start with any word (`at some other API call`): only a time, a level,
+/// an NCCL header, a traceback's own line, a new exception or a table's
+/// row (`|`, `+`) start a record of their own.
+pub fn rest_of_cut_line(text: &str) -> bool {
+    let text = text.strip_prefix(' ').unwrap_or(text);
+    !text.is_empty()
+        && !text.starts_with(char::is_whitespace)
+        && !text.starts_with(['|', '+'])
+        && line_time(text).is_none()
+        && nccl_header(text).is_err()
+        && traceback_marker(text).is_err()
+        && level(text).is_err()
+        && exception_start(text).is_err()
+}
+
 fn starts_record(t: &str) -> bool {
     let first = t.chars().next().unwrap_or(' ');
     first.is_ascii_digit()
@@ -79,15 +97,20 @@ fn nccl_header(t: &str) -> IResult<&str, &str> {
     .parse(t)
 }
 
-/// The lines of a Python traceback that are not a message.
+/// The lines of a Python traceback (or a stack dump's `at ...` frame)
+/// that are not a message.
 fn marker(t: &str) -> IResult<&str, &str> {
+    alt((traceback_marker, tag("at "))).parse(t)
+}
+
+/// The lines of a Python traceback that are not a message.
+fn traceback_marker(t: &str) -> IResult<&str, &str> {
     alt((
         tag("File \""),
         tag("Traceback (most recent call last)"),
         tag("During handling of the above exception"),
         tag("The above exception was the direct cause"),
         tag("Original Traceback"),
-        tag("at "),
     ))
     .parse(t)
 }
@@ -161,5 +184,29 @@ mod tests {
             assert!(!continues_message(line), "{line:?}");
         }
         assert!(!continues_message(&"x".repeat(MAX_CONTINUATION + 1)));
+    }
+
+    #[test]
+    fn the_rest_of_a_line_cut_at_a_known_width() {
+        for rest in [
+            "at some other API call, so the stacktrace below might be incorrect.",
+            " 7.35G (7889485824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
+            "0,0], thread: [124,0,0] Assertion `t >= 0` failed.",
+            &"x".repeat(MAX_CONTINUATION + 1),
+        ] {
+            assert!(rest_of_cut_line(rest), "{rest}");
+        }
+        for line in [
+            "",
+            "    main()",
+            "  File \"/opt/train.py\", line 3, in <module>",
+            "RuntimeError: CUDA error: out of memory",
+            "2019-06-13 01:17:08.886805: E external/xla/local_client.cc:672] x",
+            "node1:2038:2110 [1] NCCL INFO Channel 00/02",
+            "WARNING: something",
+            "|   0  NVIDIA H200     On  |   00000000:19:00.0 Off |                    0 |",
+        ] {
+            assert!(!rest_of_cut_line(line), "{line:?}");
+        }
     }
 }
