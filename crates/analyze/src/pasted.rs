@@ -55,32 +55,45 @@ const MIN_WRAP_WIDTH: usize = 40;
 /// exactly that wide are not all one line with other numbers; at least
 /// two thirds of them (two at least) are followed by a line that reads as
 /// the rest of a cut line ([`rest_of_cut_line`]); and one at least was cut
-/// inside a word or a number, or after a word's space. Lines of equal width that a program wrote
-/// (NCCL's channel lines, a kernel's assertion from many threads, a
-/// table's rows, a rule of dashes above a header) fail one of these.
+/// inside a word or a number, or after a word's space. Lines of equal
+/// width that a program wrote (NCCL's channel lines, a kernel's assertion
+/// from many threads, a table's rows, a rule of dashes above a header)
+/// fail one of these. Only the lines that wide are copied.
 pub(crate) fn wrap_width(bytes: &[u8]) -> Option<usize> {
     let mut cleaned = Vec::new();
-    let lines: Vec<String> = bytes
+    let raws: Vec<&[u8]> = bytes
         .split(|&b| b == b'\n')
         .take(WRAP_SAMPLE_LINES)
-        .map(|raw| String::from_utf8_lossy(clean_line(raw, &mut cleaned)).into_owned())
         .collect();
-    let widths: Vec<usize> = lines.iter().map(|l| l.chars().count()).collect();
+    let widths: Vec<usize> = raws
+        .iter()
+        .map(|raw| {
+            String::from_utf8_lossy(clean_line(raw, &mut cleaned))
+                .chars()
+                .count()
+        })
+        .collect();
     let width = widths
         .iter()
         .copied()
         .max()
         .filter(|&w| w >= MIN_WRAP_WIDTH)?;
-    let full: Vec<usize> = (0..lines.len().saturating_sub(1))
+    let mut text =
+        |i: usize| String::from_utf8_lossy(clean_line(raws[i], &mut cleaned)).into_owned();
+    let full: Vec<(String, String)> = (0..raws.len().saturating_sub(1))
         .filter(|&i| widths[i] == width)
+        .map(|i| (text(i), text(i + 1)))
         .collect();
+    if full.len() < 2 {
+        return None;
+    }
     let cut = full
         .iter()
-        .filter(|&&i| rest_of_cut_line(&lines[i + 1]))
+        .filter(|(_, rest)| rest_of_cut_line(rest))
         .count();
     let templates: std::collections::HashSet<String> =
-        full.iter().map(|&i| without_digits(&lines[i])).collect();
-    let in_text = full.iter().any(|&i| cut_in_text(&lines[i], &lines[i + 1]));
+        full.iter().map(|(line, _)| without_digits(line)).collect();
+    let in_text = full.iter().any(|(line, rest)| cut_in_text(line, rest));
     (templates.len() >= 2 && in_text && cut >= 2 && cut * 3 >= full.len() * 2).then_some(width)
 }
 
@@ -108,31 +121,31 @@ fn without_digits(text: &str) -> String {
 /// The end of the line of `bytes` starting at `start` once the lines a
 /// wrap at `width` cut from it are put back (the offset of its last
 /// newline or of the end), and how many lines it spans, at most
-/// [`MAX_WRAPPED_LINES`].
+/// [`MAX_WRAPPED_LINES`]. Each line is cleaned once.
 pub(crate) fn unwrapped_end(bytes: &[u8], start: usize, width: usize) -> (usize, u64) {
+    let line_end = |at: usize| memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
     let mut cleaned = Vec::new();
-    let mut at = start;
+    let mut end = line_end(start);
+    let mut full = String::from_utf8_lossy(clean_line(&bytes[start..end], &mut cleaned))
+        .chars()
+        .count()
+        == width;
     let mut lines = 1;
-    loop {
-        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
-        if end >= bytes.len() || lines >= MAX_WRAPPED_LINES {
-            return (end, lines);
+    while full && end < bytes.len() && lines < MAX_WRAPPED_LINES {
+        let next_end = line_end(end + 1);
+        let next = String::from_utf8_lossy(clean_line(&bytes[end + 1..next_end], &mut cleaned));
+        if !rest_of_cut_line(&next) {
+            break;
         }
-        let line = String::from_utf8_lossy(clean_line(&bytes[at..end], &mut cleaned)).into_owned();
-        let next_end =
-            memchr::memchr(b'\n', &bytes[end + 1..]).map_or(bytes.len(), |i| end + 1 + i);
-        let next = String::from_utf8_lossy(clean_line(&bytes[end + 1..next_end], &mut cleaned))
-            .into_owned();
-        if line.chars().count() != width || !rest_of_cut_line(&next) {
-            return (end, lines);
-        }
-        at = end + 1;
+        full = next.chars().count() == width;
+        end = next_end;
         lines += 1;
     }
+    (end, lines)
 }
 
 /// Lines put back together into one at most.
-pub(crate) const MAX_WRAPPED_LINES: u64 = 64;
+const MAX_WRAPPED_LINES: u64 = 64;
 
 /// `raw` (lines of an input) with the line breaks (and carriage returns)
 /// between them removed: the line a wrap cut.
@@ -187,6 +200,7 @@ pub(crate) fn continues_line(before: &str, line: &Line<'_>) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
