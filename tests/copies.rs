@@ -86,3 +86,68 @@ fn copies_of_wild_logs_get_the_answer_the_logs_get() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// A training loop as users paste it above its output: its strings name
+/// the failures it handles, and none of them happened.
+const PASTED_CODE: &str = r#"import os
+import torch
+import torch.distributed as dist
+os.environ["NCCL_DEBUG"] = "INFO"
+os.environ["NCCL_IB_DISABLE"] = "1"
+
+def train_step(model, batch):
+    try:
+        loss = model(batch).loss
+        loss.backward()
+    except torch.cuda.OutOfMemoryError:
+        print("CUDA out of memory, skipping batch")
+        torch.cuda.empty_cache()
+    except RuntimeError as e:
+        if "out of memory" in str(e):
+            print("| WARNING: ran out of memory, skipping batch")
+        elif "illegal memory access" in str(e):
+            logger.error("CUDA error: an illegal memory access was encountered")
+        else:
+            raise e
+    if torch.isnan(loss):
+        raise ValueError("Loss is NaN")
+    assert torch.cuda.is_available(), "No CUDA GPUs are available"
+
+"#;
+
+#[test]
+fn code_pasted_above_a_wild_log_changes_no_answer() {
+    let rules = crate::util::builtin_rules();
+    let dir = std::env::temp_dir().join(format!("coroner-code-{}", std::process::id()));
+    let sample: Vec<_> = cases().into_iter().step_by(SAMPLE).collect();
+    let mut differ = Vec::new();
+    for case in &sample {
+        let paths: Vec<String> = case
+            .logs
+            .iter()
+            .map(|l| root().join(l).to_string_lossy().into_owned())
+            .collect();
+        let pasted = answer(&paths, &rules);
+        let copy_dir = dir.join(&case.id);
+        std::fs::create_dir_all(&copy_dir).unwrap();
+        let copies: Vec<String> = paths
+            .iter()
+            .map(|path| {
+                let mut bytes = PASTED_CODE.as_bytes().to_vec();
+                bytes.extend(std::fs::read(path).unwrap());
+                let copy = copy_dir.join(std::path::Path::new(path).file_name().unwrap());
+                std::fs::write(&copy, bytes).unwrap();
+                copy.to_string_lossy().into_owned()
+            })
+            .collect();
+        let got = answer(&copies, &rules);
+        if got != pasted {
+            differ.push(format!(
+                "{}: {pasted:?} as pasted, {got:?} after code",
+                case.id
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

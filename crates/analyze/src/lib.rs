@@ -11,6 +11,7 @@
 mod binaries;
 mod cascade;
 mod chains;
+mod code_lines;
 mod core_text;
 mod cores;
 mod devices;

@@ -1,7 +1,7 @@
 //! Reading text as users paste it: the indentation a pasted block
 //! shares, and lines a terminal or a paste cut at a wrap width.
 
-use coroner_ingest::clean_line;
+use coroner_ingest::{clean_line, quote_markers};
 use coroner_logs::{
     continues_message, continues_wrapped_message, rest_of_cut_line, strip_rank_prefix,
 };
@@ -148,11 +148,18 @@ pub(crate) fn unwrapped_end(bytes: &[u8], start: usize, width: usize) -> (usize,
 const MAX_WRAPPED_LINES: u64 = 64;
 
 /// `raw` (lines of an input) with the line breaks (and carriage returns)
-/// between them removed: the line a wrap cut.
+/// between them removed: the line a wrap cut. A paste quoted after it was
+/// wrapped has a quote marker in front of each rest, which goes too.
 pub(crate) fn unwrapped(raw: &[u8]) -> Vec<u8> {
     let mut whole = Vec::with_capacity(raw.len());
     let mut parts = raw.split(|&b| b == b'\n').peekable();
-    while let Some(part) = parts.next() {
+    let mut first = true;
+    while let Some(mut part) = parts.next() {
+        let (indent, markers) = quote_markers(part);
+        if !first && markers > indent {
+            part = &part[markers..];
+        }
+        first = false;
         let cut = parts.peek().is_some();
         whole.extend_from_slice(if cut {
             part.strip_suffix(b"\r").unwrap_or(part)
@@ -267,6 +274,19 @@ RuntimeError: CUDA error: an illegal memory access was encountered. CUDA kernel 
         let frame = cut.find("  File").unwrap();
         assert_eq!(unwrapped_end(cut.as_bytes(), frame, 60).1, 2);
         assert_eq!(wrap_width(LOG.as_bytes()), None);
+    }
+
+    #[test]
+    fn a_wrap_quoted_after_it_was_made_is_put_back_without_its_markers() {
+        let cut = wrapped(LOG, 60);
+        let quoted: String = cut.lines().map(|l| format!("> {l}\n")).collect();
+        assert_eq!(wrap_width(quoted.as_bytes()), Some(60));
+        let start = quoted.find("RuntimeError").unwrap();
+        let (end, _) = unwrapped_end(quoted.as_bytes(), start, 60);
+        assert_eq!(
+            String::from_utf8(unwrapped(&quoted.as_bytes()[start..end])).unwrap(),
+            LOG.lines().last().unwrap()
+        );
     }
 
     #[test]

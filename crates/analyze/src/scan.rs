@@ -11,6 +11,7 @@
 //! lines after it, while a Python traceback is being read, and in blocks
 //! holding ANSI escapes (which can split a literal).
 
+use crate::code_lines::is_python_code;
 use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use crate::pasted::{
     continues_line, dedent, shared_indent, unwrapped, unwrapped_end, wrap_width, Indent,
@@ -698,6 +699,9 @@ impl TextScan<'_> {
             feed == Feed::All,
             &mut self.read_tracebacks,
         );
+        // A frame's source line is the program's code: what it says
+        // (`print("CUDA out of memory, skipping batch")`) is not evidence.
+        let source_line = feed == Feed::All && self.tracebacks.fed_source_line();
         // The child's traceback is over once a traceback completes after
         // its header: the lines after it are the parent's again.
         if self.read_tracebacks.len() > tracebacks_read
@@ -731,7 +735,9 @@ impl TextScan<'_> {
         // Only a line holding a literal looks back: the block search hands
         // over no other, and reading every line must find the same.
         let holds_literal = self.scanner.holds_literal(&text);
-        if feed == Feed::All && (holds_literal || self.scanner.has_pending()) {
+        // A line of Python pasted with the log is the program's code too.
+        let code = source_line || (feed == Feed::All && holds_literal && is_python_code(line.text));
+        if feed == Feed::All && !code && (holds_literal || self.scanner.has_pending()) {
             self.keep_wrapped_line_before(&line);
         }
         // A line that continues a kept message is matched with it; the
@@ -740,7 +746,7 @@ impl TextScan<'_> {
         // Past a part's end (`Feed::OpenWindows`), a message kept at the
         // cut still takes the lines that continue it: what is found never
         // depends on where the cuts fell.
-        let continued = (self.joinable.held < MAX_JOINED_LINES)
+        let continued = (!code && self.joinable.held < MAX_JOINED_LINES)
             .then(|| self.joinable.continued_by(&line))
             .flatten();
         let continues = continued.is_some();
@@ -759,7 +765,7 @@ impl TextScan<'_> {
         // Quiet by the whole line: a literal in what a prefix holds (a
         // level such as `[ERROR]`) keeps the line for the lines that may
         // continue it.
-        let quiet = feed == Feed::All && !holds_literal && !self.scanner.has_pending();
+        let quiet = feed == Feed::All && (code || (!holds_literal && !self.scanner.has_pending()));
         match feed {
             Feed::All if quiet => {}
             Feed::All => {

@@ -96,28 +96,35 @@ fn plain_web_text(out: &mut Vec<u8>) {
     out.truncate(write);
 }
 
-/// Removes Markdown quote markers from the start of the line (after up to
-/// eight spaces or tabs of indentation, which stay): `>` followed by a
-/// space or the line's end, any number of times. A prompt such as `>>> `
-/// is not a marker.
+/// Removes Markdown quote markers from the start of the line (see
+/// [`quote_markers`]); the indentation in front of them stays.
 fn strip_quote_markers(out: &mut Vec<u8>) {
+    let (indent, at) = quote_markers(out);
+    if at > indent {
+        out.drain(indent..at);
+    }
+}
+
+/// Where the Markdown quote markers at the start of `line` begin and end:
+/// after up to eight spaces or tabs of indentation, `>` followed by a space
+/// or the line's end, any number of times (begin and end are equal when
+/// there is none). A prompt such as `>>> ` is not a marker.
+pub fn quote_markers(line: &[u8]) -> (usize, usize) {
     // An indented block of quoted lines keeps its indentation.
-    let indent = out
+    let indent = line
         .iter()
         .take(8)
         .take_while(|&&b| b == b' ' || b == b'\t')
         .count();
     let mut at = indent;
-    while out.get(at) == Some(&b'>') {
-        match out.get(at + 1) {
+    while line.get(at) == Some(&b'>') {
+        match line.get(at + 1) {
             Some(b' ') => at += 2,
             None => at += 1,
             Some(_) => break,
         }
     }
-    if at > indent {
-        out.drain(indent..at);
-    }
+    (indent, at)
 }
 
 /// `[text](http://text/)`: an issue tracker's automatic link around a

@@ -53,7 +53,7 @@ mod zstd_frames;
 
 pub use authored::{authored_kind, Authored, LOOK_LEN};
 pub use blocks::{Block, BlockReader, BLOCK_LEN, MAX_LINE};
-pub use clean::{clean_line, has_web_text};
+pub use clean::{clean_line, has_web_text, quote_markers};
 pub use discover::{discover, rank_from_path, Discovery, Input, InputSource};
 pub use follow::Follow;
 pub use limits::{ExpansionLimit, CORE_EXPANSION, TEXT_EXPANSION};

@@ -61,6 +61,8 @@ pub struct TracebackReader {
     next: u64,
     /// Tracebacks closed because [`MAX_OPEN`] others were open.
     closed_early: u64,
+    /// Whether the line fed last was an indented frame's source line.
+    source_line: bool,
 }
 
 /// A complete traceback and the rank whose output it was.
@@ -111,6 +113,7 @@ impl TracebackReader {
         may_start: bool,
         out: &mut Vec<RankedTraceback>,
     ) {
+        self.source_line = false;
         let line = text.trim_end();
         let bare = line.trim_start();
         // `^C` before the header: the terminal's echo of the Ctrl-C that
@@ -146,9 +149,17 @@ impl TracebackReader {
         let Some((_, open)) = self.open.get_mut(&rank) else {
             return;
         };
-        if open.read(line, bare, number) == Step::Close {
+        let step = open.read(line, bare, number);
+        self.source_line = step == Step::Source && line != bare;
+        if step == Step::Close {
             self.close(rank, out);
         }
+    }
+
+    /// Whether the line fed last was a frame's source line, indented under
+    /// its `File ...` line: the program's code, not a message it printed.
+    pub fn fed_source_line(&self) -> bool {
+        self.source_line
     }
 
     /// How many tracebacks were closed before their end because
@@ -207,6 +218,8 @@ impl TracebackReader {
 #[derive(Debug, PartialEq, Eq)]
 enum Step {
     Go,
+    /// The line was a frame's source line.
+    Source,
     Close,
 }
 
@@ -243,6 +256,7 @@ impl Open {
                         frame.code = Some(inert_capped(bare, MAX_TEXT));
                     }
                     self.state = State::Frames { code: false, stray };
+                    return Step::Source;
                 } else if !self.frames.is_empty() && line == bare {
                     self.push_exception(bare, number);
                     self.state = State::Between {
@@ -358,6 +372,27 @@ mod tests {
         }
         reader.finish(&mut out);
         out
+    }
+
+    #[test]
+    fn only_an_indented_frames_source_line_is_source() {
+        let text = "Traceback (most recent call last):\n\
+                    \x20 File \"train.py\", line 9, in step\n\
+                    \x20   print(\"CUDA out of memory, skipping batch\")\n\
+                    \x20 File \"model.py\", line 3, in forward\n\
+                    CUDA error: an illegal memory access was encountered\n\
+                    ValueError: bad batch\n";
+        let mut reader = TracebackReader::new();
+        let mut out = Vec::new();
+        let mut source = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            reader.feed(line, None, i as u64 + 1, true, &mut out);
+            if reader.fed_source_line() {
+                source.push(i + 1);
+            }
+        }
+        // The unindented line after a frame is not taken for its source.
+        assert_eq!(source, vec![3]);
     }
 
     #[test]
