@@ -58,8 +58,10 @@ const MIN_WRAP_WIDTH: usize = 40;
 /// inside a word or a number, or after a word's space. Lines of equal
 /// width that a program wrote (NCCL's channel lines, a kernel's assertion
 /// from many threads, a table's rows, a rule of dashes above a header)
-/// fail one of these. Only the lines that wide are copied.
-pub(crate) fn wrap_width(bytes: &[u8]) -> Option<usize> {
+/// fail one of these. Only the lines that wide are copied. `outer` is
+/// the indentation every line shares (a block indented after it was
+/// wrapped), which a rest is read without.
+pub(crate) fn wrap_width(bytes: &[u8], outer: usize) -> Option<usize> {
     let mut cleaned = Vec::new();
     let raws: Vec<&[u8]> = bytes
         .split(|&b| b == b'\n')
@@ -78,8 +80,10 @@ pub(crate) fn wrap_width(bytes: &[u8]) -> Option<usize> {
         .copied()
         .max()
         .filter(|&w| w >= MIN_WRAP_WIDTH)?;
-    let mut text =
-        |i: usize| String::from_utf8_lossy(clean_line(raws[i], &mut cleaned)).into_owned();
+    let mut text = |i: usize| {
+        let line = String::from_utf8_lossy(clean_line(raws[i], &mut cleaned));
+        dedent(&line, outer).to_owned()
+    };
     let full: Vec<(String, String)> = (0..raws.len().saturating_sub(1))
         .filter(|&i| widths[i] == width)
         .map(|i| (text(i), text(i + 1)))
@@ -122,7 +126,12 @@ fn without_digits(text: &str) -> String {
 /// wrap at `width` cut from it are put back (the offset of its last
 /// newline or of the end), and how many lines it spans, at most
 /// [`MAX_WRAPPED_LINES`]. Each line is cleaned once.
-pub(crate) fn unwrapped_end(bytes: &[u8], start: usize, width: usize) -> (usize, u64) {
+pub(crate) fn unwrapped_end(
+    bytes: &[u8],
+    start: usize,
+    width: usize,
+    outer: usize,
+) -> (usize, u64) {
     let line_end = |at: usize| memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
     let mut cleaned = Vec::new();
     let mut end = line_end(start);
@@ -134,7 +143,7 @@ pub(crate) fn unwrapped_end(bytes: &[u8], start: usize, width: usize) -> (usize,
     while full && end < bytes.len() && lines < MAX_WRAPPED_LINES {
         let next_end = line_end(end + 1);
         let next = String::from_utf8_lossy(clean_line(&bytes[end + 1..next_end], &mut cleaned));
-        if !rest_of_cut_line(&next) {
+        if !rest_of_cut_line(dedent(&next, outer)) {
             break;
         }
         full = next.chars().count() == width;
@@ -148,16 +157,21 @@ pub(crate) fn unwrapped_end(bytes: &[u8], start: usize, width: usize) -> (usize,
 const MAX_WRAPPED_LINES: u64 = 64;
 
 /// `raw` (lines of an input) with the line breaks (and carriage returns)
-/// between them removed: the line a wrap cut. A paste quoted after it was
-/// wrapped has a quote marker in front of each rest, which goes too.
-pub(crate) fn unwrapped(raw: &[u8]) -> Vec<u8> {
+/// between them removed: the line a wrap cut. A paste quoted or indented
+/// (by `outer`) after it was wrapped has a quote marker or the indentation
+/// in front of each rest, which go too.
+pub(crate) fn unwrapped(raw: &[u8], outer: usize) -> Vec<u8> {
     let mut whole = Vec::with_capacity(raw.len());
     let mut parts = raw.split(|&b| b == b'\n').peekable();
     let mut first = true;
     while let Some(mut part) = parts.next() {
         let (indent, markers) = quote_markers(part);
-        if !first && markers > indent {
-            part = &part[markers..];
+        if !first {
+            part = &part[if markers > indent {
+                markers
+            } else {
+                indent.min(outer)
+            }..];
         }
         first = false;
         let cut = parts.peek().is_some();
@@ -261,31 +275,45 @@ RuntimeError: CUDA error: an illegal memory access was encountered. CUDA kernel 
     #[test]
     fn a_terminal_wrap_is_recognised_by_its_width() {
         let cut = wrapped(LOG, 60);
-        assert_eq!(wrap_width(cut.as_bytes()), Some(60));
+        assert_eq!(wrap_width(cut.as_bytes(), 0), Some(60));
         let start = cut.find("RuntimeError").unwrap();
-        let (end, lines) = unwrapped_end(cut.as_bytes(), start, 60);
+        let (end, lines) = unwrapped_end(cut.as_bytes(), start, 60, 0);
         assert_eq!(lines, 4);
         assert_eq!(
-            String::from_utf8(unwrapped(&cut.as_bytes()[start..end])).unwrap(),
+            String::from_utf8(unwrapped(&cut.as_bytes()[start..end], 0)).unwrap(),
             LOG.lines().last().unwrap()
         );
         // The frame's line is put back from its two parts, and the
         // indented line after it stays a line of its own.
         let frame = cut.find("  File").unwrap();
-        assert_eq!(unwrapped_end(cut.as_bytes(), frame, 60).1, 2);
-        assert_eq!(wrap_width(LOG.as_bytes()), None);
+        assert_eq!(unwrapped_end(cut.as_bytes(), frame, 60, 0).1, 2);
+        assert_eq!(wrap_width(LOG.as_bytes(), 0), None);
     }
 
     #[test]
     fn a_wrap_quoted_after_it_was_made_is_put_back_without_its_markers() {
         let cut = wrapped(LOG, 60);
         let quoted: String = cut.lines().map(|l| format!("> {l}\n")).collect();
-        assert_eq!(wrap_width(quoted.as_bytes()), Some(60));
+        assert_eq!(wrap_width(quoted.as_bytes(), 0), Some(60));
         let start = quoted.find("RuntimeError").unwrap();
-        let (end, _) = unwrapped_end(quoted.as_bytes(), start, 60);
+        let (end, _) = unwrapped_end(quoted.as_bytes(), start, 60, 0);
         assert_eq!(
-            String::from_utf8(unwrapped(&quoted.as_bytes()[start..end])).unwrap(),
+            String::from_utf8(unwrapped(&quoted.as_bytes()[start..end], 0)).unwrap(),
             LOG.lines().last().unwrap()
+        );
+    }
+
+    #[test]
+    fn a_wrap_indented_after_it_was_made_is_put_back_without_the_indentation() {
+        let cut = wrapped(LOG, 60);
+        let indented: String = cut.lines().map(|l| format!("    {l}\n")).collect();
+        assert_eq!(wrap_width(indented.as_bytes(), 4), Some(64));
+        let start = indented.find("    RuntimeError").unwrap();
+        let (end, lines) = unwrapped_end(indented.as_bytes(), start, 64, 4);
+        assert_eq!(lines, 4);
+        assert_eq!(
+            String::from_utf8(unwrapped(&indented.as_bytes()[start..end], 4)).unwrap(),
+            format!("    {}", LOG.lines().last().unwrap())
         );
     }
 
@@ -295,29 +323,29 @@ RuntimeError: CUDA error: an illegal memory access was encountered. CUDA kernel 
 gpu4:3590:3597 [0] NCCL INFO Channel 01/0 : 0[90000] -> 1[1000] [send] via NET/Socket/1
 gpu4:3590:3597 [0] NCCL INFO Channel 02/0 : 0[90000] -> 1[1000] [send] via NET/Socket/2
 ";
-        assert_eq!(wrap_width(channels.as_bytes()), None);
+        assert_eq!(wrap_width(channels.as_bytes(), 0), None);
         let repeated =
             "WARNING: the same long warning that several processes printed at once, word for word
 and its second line
 WARNING: the same long warning that several processes printed at once, word for word
 and its second line
 ";
-        assert_eq!(wrap_width(repeated.as_bytes()), None);
+        assert_eq!(wrap_width(repeated.as_bytes(), 0), None);
         let asserts = "/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.
 /pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [6,0,0] Assertion `t >= 0 && t < n_classes` failed.
 /pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [7,0,0] Assertion `t >= 0 && t < n_classes` failed.
 Traceback (most recent call last):
 ";
-        assert_eq!(wrap_width(asserts.as_bytes()), None);
+        assert_eq!(wrap_width(asserts.as_bytes(), 0), None);
         let notebook = "---------------------------------------------------------------------------
 OutOfMemoryError                          Traceback (most recent call last)
 /tmp/ipykernel_36/773422404.py in <cell line: 0>()
 ";
-        assert_eq!(wrap_width(notebook.as_bytes()), None);
+        assert_eq!(wrap_width(notebook.as_bytes(), 0), None);
         let table = "+-----  Hardware  ----------+------------------------------------------------+
 | GPU Memory                | Pass - GPU: 1                                  |
 |                           | Fail - GPU: 0                                  |
 ";
-        assert_eq!(wrap_width(table.as_bytes()), None);
+        assert_eq!(wrap_width(table.as_bytes(), 0), None);
     }
 }

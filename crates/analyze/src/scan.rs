@@ -480,8 +480,9 @@ impl TextScan<'_> {
     /// Scans a block of whole lines starting at input offset `offset`.
     fn block(&mut self, bytes: &[u8], offset: u64) {
         if self.indent.is_none() {
-            self.indent = Some(shared_indent(bytes));
-            self.wrap = wrap_width(bytes);
+            let indent = shared_indent(bytes);
+            self.indent = Some(indent);
+            self.wrap = wrap_width(bytes, indent.outer);
         }
         self.sample_metrics(bytes);
         if let Some(width) = self.wrap.filter(|_| offset < UNWRAPPED_BYTES) {
@@ -526,12 +527,13 @@ impl TextScan<'_> {
     /// looked at: a line the wrap cut is handled whole, numbered as its
     /// first part.
     fn unwrapped_block(&mut self, bytes: &[u8], offset: u64, width: usize) {
+        let outer = self.indent.unwrap_or_default().outer;
         let mut pos = 0;
         while pos < bytes.len() {
-            let (end, lines) = unwrapped_end(bytes, pos, width);
+            let (end, lines) = unwrapped_end(bytes, pos, width, outer);
             let raw = &bytes[pos..end];
             if lines > 1 {
-                self.handle_line(&unwrapped(raw), offset + pos as u64, false);
+                self.handle_line(&unwrapped(raw, outer), offset + pos as u64, false);
             } else {
                 self.handle_line(raw, offset + pos as u64, false);
             }
