@@ -30,8 +30,8 @@ const STATEMENTS: &[&str] = &[
 ];
 
 /// Whether `text` (prefix removed) is a line of Python code: a statement
-/// of [`STATEMENTS`] holding a string and ending as a statement does (`)`, `:`, `]` or a string's
-/// quote, perhaps with a comment after it).
+/// of [`STATEMENTS`] holding a string and ending as a statement does
+/// (`)`, `:`, `]` or a string's quote, perhaps with a comment after it).
 pub(crate) fn is_python_code(text: &str) -> bool {
     let bare = text.trim();
     if !STATEMENTS.iter().any(|s| bare.starts_with(s)) {
