@@ -45,6 +45,35 @@ fn answer(paths: &[String], rules: &coroner_rules::RuleSet) -> (String, Option<u
     )
 }
 
+/// The paths of `case`'s logs.
+fn log_paths(case: &crate::wild::Case) -> Vec<String> {
+    case.logs
+        .iter()
+        .map(|l| root().join(l).to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The answer for copies of `paths`, each written into `dir` as `copy`
+/// makes it from the log's bytes.
+fn answer_of_copies(
+    paths: &[String],
+    dir: &std::path::Path,
+    copy: &dyn Fn(&[u8]) -> Vec<u8>,
+    rules: &coroner_rules::RuleSet,
+) -> (String, Option<u32>) {
+    std::fs::create_dir_all(dir).unwrap();
+    let copies: Vec<String> = paths
+        .iter()
+        .map(|path| {
+            let bytes = std::fs::read(path).unwrap();
+            let file = dir.join(std::path::Path::new(path).file_name().unwrap());
+            std::fs::write(&file, copy(&bytes)).unwrap();
+            file.to_string_lossy().into_owned()
+        })
+        .collect();
+    answer(&copies, rules)
+}
+
 #[test]
 fn copies_of_wild_logs_get_the_answer_the_logs_get() {
     let rules = crate::util::builtin_rules();
@@ -53,28 +82,15 @@ fn copies_of_wild_logs_get_the_answer_the_logs_get() {
     assert!(sample.len() > 150, "{} cases sampled", sample.len());
     let mut differ = Vec::new();
     for case in &sample {
-        let paths: Vec<String> = case
-            .logs
-            .iter()
-            .map(|l| root().join(l).to_string_lossy().into_owned())
-            .collect();
+        let paths = log_paths(case);
         let pasted = answer(&paths, &rules);
         for (name, change) in COPIES {
-            let copy_dir = dir.join(name).join(&case.id);
-            std::fs::create_dir_all(&copy_dir).unwrap();
-            let copies: Vec<String> = paths
-                .iter()
-                .map(|path| {
-                    let bytes = std::fs::read(path).unwrap();
-                    let text = String::from_utf8_lossy(&bytes);
-                    let copied: String = text.lines().map(|l| format!("{}\n", change(l))).collect();
-                    let file = std::path::Path::new(path).file_name().unwrap();
-                    let copy = copy_dir.join(file);
-                    std::fs::write(&copy, copied).unwrap();
-                    copy.to_string_lossy().into_owned()
-                })
-                .collect();
-            let got = answer(&copies, &rules);
+            let by_line = |bytes: &[u8]| -> Vec<u8> {
+                let text = String::from_utf8_lossy(bytes);
+                let copied: String = text.lines().map(|l| format!("{}\n", change(l))).collect();
+                copied.into_bytes()
+            };
+            let got = answer_of_copies(&paths, &dir.join(name).join(&case.id), &by_line, &rules);
             if got != pasted {
                 differ.push(format!(
                     "{} {name}: {pasted:?} as pasted, {got:?} copied",
@@ -122,25 +138,10 @@ fn code_pasted_above_a_wild_log_changes_no_answer() {
     let sample: Vec<_> = cases().into_iter().step_by(SAMPLE).collect();
     let mut differ = Vec::new();
     for case in &sample {
-        let paths: Vec<String> = case
-            .logs
-            .iter()
-            .map(|l| root().join(l).to_string_lossy().into_owned())
-            .collect();
+        let paths = log_paths(case);
         let pasted = answer(&paths, &rules);
-        let copy_dir = dir.join(&case.id);
-        std::fs::create_dir_all(&copy_dir).unwrap();
-        let copies: Vec<String> = paths
-            .iter()
-            .map(|path| {
-                let mut bytes = PASTED_CODE.as_bytes().to_vec();
-                bytes.extend(std::fs::read(path).unwrap());
-                let copy = copy_dir.join(std::path::Path::new(path).file_name().unwrap());
-                std::fs::write(&copy, bytes).unwrap();
-                copy.to_string_lossy().into_owned()
-            })
-            .collect();
-        let got = answer(&copies, &rules);
+        let below_code = |bytes: &[u8]| [PASTED_CODE.as_bytes(), bytes].concat();
+        let got = answer_of_copies(&paths, &dir.join(&case.id), &below_code, &rules);
         if got != pasted {
             differ.push(format!(
                 "{}: {pasted:?} as pasted, {got:?} after code",
