@@ -1,7 +1,7 @@
 //! Reading text as users paste it: the indentation a pasted block
 //! shares, and lines a terminal or a paste cut at a wrap width.
 
-use coroner_ingest::{clean_line, quote_markers};
+use coroner_ingest::{clean_line, lossy, quote_markers};
 use coroner_logs::{
     continues_message, continues_wrapped_message, rest_of_cut_line, strip_rank_prefix,
 };
@@ -23,7 +23,7 @@ pub(crate) fn shared_indent(bytes: &[u8]) -> Indent {
     let mut blank = true;
     let mut cleaned = Vec::new();
     for raw in bytes.split(|&b| b == b'\n') {
-        let text = String::from_utf8_lossy(clean_line(raw, &mut cleaned));
+        let text = lossy(clean_line(raw, &mut cleaned));
         let body = text.trim_start_matches([' ', '\t']);
         if body.trim().is_empty() {
             continue;
@@ -69,11 +69,7 @@ pub(crate) fn wrap_width(bytes: &[u8], outer: usize) -> Option<usize> {
         .collect();
     let widths: Vec<usize> = raws
         .iter()
-        .map(|raw| {
-            String::from_utf8_lossy(clean_line(raw, &mut cleaned))
-                .chars()
-                .count()
-        })
+        .map(|raw| text_width(clean_line(raw, &mut cleaned)))
         .collect();
     let width = widths
         .iter()
@@ -81,7 +77,7 @@ pub(crate) fn wrap_width(bytes: &[u8], outer: usize) -> Option<usize> {
         .max()
         .filter(|&w| w >= MIN_WRAP_WIDTH)?;
     let mut text = |i: usize| {
-        let line = String::from_utf8_lossy(clean_line(raws[i], &mut cleaned));
+        let line = lossy(clean_line(raws[i], &mut cleaned));
         dedent(&line, outer).to_owned()
     };
     let full: Vec<(String, String)> = (0..raws.len().saturating_sub(1))
@@ -99,6 +95,16 @@ pub(crate) fn wrap_width(bytes: &[u8], outer: usize) -> Option<usize> {
         full.iter().map(|(line, _)| without_digits(line)).collect();
     let in_text = full.iter().any(|(line, rest)| cut_in_text(line, rest));
     (templates.len() >= 2 && in_text && cut >= 2 && cut * 3 >= full.len() * 2).then_some(width)
+}
+
+/// The characters of a cleaned line as [`lossy`] decodes it: its length
+/// when it is ASCII, as nearly every log line is.
+fn text_width(cleaned: &[u8]) -> usize {
+    if cleaned.is_ascii() {
+        cleaned.len()
+    } else {
+        lossy(cleaned).chars().count()
+    }
 }
 
 /// Whether `line`, then `rest`, look like text cut inside a word or a
@@ -135,18 +141,15 @@ pub(crate) fn unwrapped_end(
     let line_end = |at: usize| memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
     let mut cleaned = Vec::new();
     let mut end = line_end(start);
-    let mut full = String::from_utf8_lossy(clean_line(&bytes[start..end], &mut cleaned))
-        .chars()
-        .count()
-        == width;
+    let mut full = text_width(clean_line(&bytes[start..end], &mut cleaned)) == width;
     let mut lines = 1;
     while full && end < bytes.len() && lines < MAX_WRAPPED_LINES {
         let next_end = line_end(end + 1);
-        let next = String::from_utf8_lossy(clean_line(&bytes[end + 1..next_end], &mut cleaned));
+        let next = lossy(clean_line(&bytes[end + 1..next_end], &mut cleaned));
         if !rest_of_cut_line(dedent(&next, outer)) {
             break;
         }
-        full = next.chars().count() == width;
+        full = text_width(next.as_bytes()) == width;
         end = next_end;
         lines += 1;
     }

@@ -16,7 +16,7 @@ use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use crate::pasted::{
     continues_line, dedent, shared_indent, unwrapped, unwrapped_end, wrap_width, Indent,
 };
-use coroner_ingest::{clean_line, has_web_text, Block, BlockReader, MAX_LINE};
+use coroner_ingest::{clean_line, has_web_text, lossy, Block, BlockReader, MAX_LINE};
 use coroner_logs::{
     continues_message, embedded_message, spawned_process, strip_rank_prefix, Prefixed,
     RankedTraceback, StackDumpReader, TracebackReader,
@@ -572,7 +572,7 @@ impl TextScan<'_> {
             number -= 1;
         }
         for (number, range) in tail.into_iter().rev() {
-            let cleaned = String::from_utf8_lossy(clean_line(&bytes[range], &mut self.cleaned));
+            let cleaned = lossy(clean_line(&bytes[range], &mut self.cleaned));
             let text = dedent(&cleaned, self.indent.unwrap_or_default().outer).to_owned();
             self.recent.push(number, &text);
         }
@@ -680,7 +680,7 @@ impl TextScan<'_> {
     fn match_line(&mut self, number: u64, offset: u64, raw: &[u8], feed: Feed) {
         let raw = &raw[..raw.len().min(MAX_LINE)];
         let indent = self.indent.unwrap_or_default();
-        let cleaned = String::from_utf8_lossy(clean_line(raw, &mut self.cleaned));
+        let cleaned = lossy(clean_line(raw, &mut self.cleaned));
         let text = dedent(&cleaned, indent.outer).to_owned();
         let table = &mut *self.table;
         self.open_after

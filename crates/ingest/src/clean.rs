@@ -1,8 +1,10 @@
+use memchr::memmem::Finder;
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_till1};
 use nom::character::complete::char;
 use nom::sequence::{delimited, preceded, terminated};
 use nom::{IResult, Parser};
+use std::sync::LazyLock;
 
 /// Copies `raw` into `out` without what terminals and web pages add to a
 /// line: a trailing CR, ANSI escape sequences (CSI `ESC [ ... final`, OSC
@@ -26,7 +28,8 @@ pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
     }
     // After the references: a quoted reply copied from a page is `&gt; `.
     strip_quote_markers(out);
-    if memchr::memmem::find(out, b"](http").is_some() {
+    static LINK: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"](http"));
+    if LINK.find(out).is_some() {
         unlink(out);
     }
     out

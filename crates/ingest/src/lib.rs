@@ -62,6 +62,7 @@ pub use open::{detect_kind, open, open_reader, Compression, Opened};
 pub use parallel::parallel_map;
 pub use prefetch::Prefetch;
 pub use selection::{GlobError, Selection, IGNORE_FILE};
+pub use text::lossy;
 pub use walk::{PassedOver, WalkedDirectory};
 pub use xz_streams::XZ_MEMLIMIT;
 pub use zstd_frames::ZSTD_WINDOW_LOG_MAX;

@@ -3,11 +3,12 @@ use crate::limits::{Capped, Counted, ExpansionLimit, CORE_EXPANSION, TEXT_EXPANS
 use crate::xz_streams::XzStreams;
 use crate::zstd_frames::ZstdFrames;
 use coroner_model::InputKind;
+use memchr::memmem::Finder;
 use std::fs::File;
 use std::io::{self, Cursor, Read};
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// Bytes looked at to tell what an input is.
 const SNIFF_LEN: usize = 8 * 1024;
@@ -226,17 +227,24 @@ pub fn detect_kind(head: &[u8]) -> InputKind {
     if looks_binary(head) {
         return InputKind::Binary;
     }
-    let has = |needle: &[u8]| memchr::memmem::find(head, needle).is_some();
+    // The searchers are built once: a directory's every file is detected.
+    static NEEDLES: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
+        [
+            Finder::new(b"NVIDIA-SMI "),
+            Finder::new(b"==============NVSMI LOG=============="),
+            Finder::new(b" NCCL "),
+            Finder::new(b" kernel: "),
+        ]
+    });
+    let [smi, smi_log, nccl_word, kernel_tag] = &*NEEDLES;
+    let has = |needle: &Finder| needle.find(head).is_some();
     let text = crate::text::lossy(head);
-    if has(b"NVIDIA-SMI ")
-        || has(b"==============NVSMI LOG==============")
-        || is_query_gpu_csv(&text)
-    {
+    if has(smi) || has(smi_log) || is_query_gpu_csv(&text) {
         return InputKind::NvidiaSmi;
     }
     // Most heads name no NCCL at all: then no line needs looking at for it.
-    let any_nccl = has(b" NCCL ");
-    let any_kernel_tag = has(b" kernel: ");
+    let any_nccl = has(nccl_word);
+    let any_kernel_tag = has(kernel_tag);
     let mut lines = 0usize;
     let mut nccl = 0usize;
     let mut kernel = 0usize;

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 /// `bytes` as text, invalid UTF-8 replaced: [`std::str::from_utf8`]'s
 /// word-at-a-time check first, since nearly every head of a log is valid,
 /// and the slower replacing decoder only for the rest.
-pub(crate) fn lossy(bytes: &[u8]) -> Cow<'_, str> {
+pub fn lossy(bytes: &[u8]) -> Cow<'_, str> {
     match std::str::from_utf8(bytes) {
         Ok(text) => Cow::Borrowed(text),
         Err(_) => String::from_utf8_lossy(bytes),

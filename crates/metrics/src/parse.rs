@@ -18,12 +18,14 @@
 
 use crate::format::{GIB, KIB, MIB, TIB};
 use crate::metric::{Metric, METRICS};
+use memchr::memmem::Finder;
 use nom::branch::alt;
 use nom::bytes::complete::tag;
 use nom::character::complete::{char, digit1, space0};
 use nom::combinator::map_res;
 use nom::sequence::{delimited, preceded, terminated};
 use nom::{IResult, Parser};
+use std::sync::LazyLock;
 
 /// The longest key (normalised) that can name a metric.
 const KEY_MAX: usize = 40;
@@ -147,7 +149,8 @@ pub(crate) fn parse(line: &[u8]) -> Option<Reading> {
 /// `Epoch(train) [1][240/735]` (by epoch: the iteration within the epoch)
 /// or `Iter(train) [  240/10000]` (by iteration).
 fn mmengine_step(line: &[u8]) -> Option<u64> {
-    let at = memchr::memmem::find(line, b"(train) [")?;
+    static TRAIN: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"(train) ["));
+    let at = TRAIN.find(line)?;
     let head = line
         .get(..at)?
         .iter()
