@@ -5,8 +5,8 @@ use crate::util::{analyze_json, fixture, run, Scratch};
 
 /// (fixture, root-cause category, rank).
 const EXPECTED: &[(&str, &str, Option<u64>)] = &[
-    ("logs/oom_simple.log", "gpu-oom", None),
-    ("logs/oom_train.log", "gpu-oom", None),
+    ("logs/oom_simple.log", "gpu-oom", Some(0)),
+    ("logs/oom_train.log", "gpu-oom", Some(0)),
     ("logs/assert_index.log", "device-side-assert", None),
     ("logs/assert_ce.log", "device-side-assert", None),
     ("logs/device_assert_c.log", "device-side-assert", None),

@@ -119,9 +119,19 @@ pub fn choose(
                 .find_map(|f| f.rank)
         })
         .or_else(|| launcher_local_rank(&primary, &findings));
+    let allocated_on = rank
+        .is_none()
+        .then(|| allocation_device(&primary, &findings))
+        .flatten();
+    let rank = rank.or(allocated_on);
     let mut summary = primary.message.clone();
     if !summary.ends_with('.') {
         summary.push('.');
+    }
+    if let Some(device) = allocated_on {
+        summary.push_str(&format!(
+            " No line names a rank: rank {device} is presumed from the device the allocation failed on (GPU {device}), as in a job that gives each rank the GPU of its local rank."
+        ));
     }
     let mut rank = rank;
     // A finding that explains the collective timeouts already names their
@@ -371,6 +381,31 @@ fn launcher_local_rank(primary: &Finding, others: &[Finding]) -> Option<u32> {
     });
     let first = named.next()?;
     named.all(|r| r == first).then_some(first)
+}
+
+/// With no rank named anywhere, the CUDA device an out-of-memory error
+/// says the allocation failed on (`GPU 1 has a total capacity of ...`,
+/// `(GPU 0; 39.56 GiB total capacity; ...)`): a process drives the device
+/// of its local rank in nearly every multi-GPU job, and on the one node
+/// such logs come from that is its rank. Only the memory categories read
+/// it: elsewhere a GPU's number is often the machine's numbering
+/// (`nvidia-smi`, DCGM), not the process's.
+fn allocation_device(primary: &Finding, others: &[Finding]) -> Option<u32> {
+    let memory = matches!(
+        primary.category,
+        Category::GpuOom | Category::GpuOomFragmentation | Category::CudaDriverOom
+    );
+    if !memory || others.iter().any(|f| f.rank.is_some()) {
+        return None;
+    }
+    let device = primary
+        .captures
+        .get("gpu")
+        .or(primary.captures.get("device"))?;
+    if device.is_empty() || !device.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    device.parse().ok()
 }
 
 /// The one rank a report of the ranks' progress names as holding the
