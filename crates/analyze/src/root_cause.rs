@@ -80,6 +80,23 @@ pub fn choose(
             )
             .map(|i| (i, Named::SoleSign))
         });
+    // A Python exception that names no cause, beside a warning that is
+    // the known sign of a failure, is read as that failure's consequence.
+    let sole_sign = || {
+        pick(
+            &findings,
+            Role::Cause,
+            Severity::Warning,
+            &|f| standing(&f.rule).sole_sign,
+            &generic,
+        )
+    };
+    let chosen = match chosen {
+        Some((at, Named::Cause)) if findings[at].category == Category::PythonError => {
+            Some(sole_sign().map_or((at, Named::Cause), |i| (i, Named::SignOverException)))
+        }
+        other => other,
+    };
     let Some((at, named)) = chosen else {
         let summary = unknown_summary(&findings, inputs);
         findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
@@ -89,7 +106,7 @@ pub fn choose(
         Named::Cause if is_ambiguous(&findings, at, &generic) => Confidence::Medium,
         Named::Cause => Confidence::High,
         Named::Echo => Confidence::Low,
-        Named::SoleSign => Confidence::Low,
+        Named::SoleSign | Named::SignOverException => Confidence::Low,
     };
     let presumed = is_unconfirmed(&findings, at, standing);
     let confidence = if presumed {
@@ -130,7 +147,7 @@ pub fn choose(
     }
     if let Some(device) = allocated_on {
         summary.push_str(&format!(
-            " No line names a rank: rank {device} is presumed from the device the allocation failed on (GPU {device}), as in a job that gives each rank the GPU of its local rank."
+            " No line names a rank: rank {device} is presumed from the device the allocation failed on (GPU {device}), as in a job that gives each rank the GPU of its local rank (a single-GPU run is rank 0)."
         ));
     }
     let mut rank = rank;
@@ -174,6 +191,11 @@ pub fn choose(
             ));
             rank = Some(lag.rank);
         }
+    }
+    if named == Named::SignOverException {
+        summary.push_str(
+            " The job ended with a Python exception that names no cause of its own: this warning is the sign of the failure it most likely came from.",
+        );
     }
     if named == Named::SoleSign {
         summary.push_str(
@@ -219,6 +241,7 @@ pub fn choose(
         rule: Some(primary.rule.clone()),
         summary,
         rank,
+        rank_presumed: allocated_on.is_some() && rank == allocated_on,
         evidence: primary.evidence.clone(),
         remediation: primary.remediation.to_vec(),
         severity: Some(primary.severity),
@@ -297,6 +320,9 @@ enum Named {
     /// With nothing of error severity, a warning that is the only sign of
     /// a known failure.
     SoleSign,
+    /// A warning that is the sign of a known failure, beside a Python
+    /// exception that names no cause.
+    SignOverException,
 }
 
 /// The finding among those of `role` with at least severity `floor` and
@@ -383,29 +409,50 @@ fn launcher_local_rank(primary: &Finding, others: &[Finding]) -> Option<u32> {
     named.all(|r| r == first).then_some(first)
 }
 
-/// With no rank named anywhere, the CUDA device an out-of-memory error
-/// says the allocation failed on (`GPU 1 has a total capacity of ...`,
-/// `(GPU 0; 39.56 GiB total capacity; ...)`): a process drives the device
-/// of its local rank in nearly every multi-GPU job, and on the one node
-/// such logs come from that is its rank. Only the memory categories read
-/// it: elsewhere a GPU's number is often the machine's numbering
-/// (`nvidia-smi`, DCGM), not the process's.
+/// With no rank named anywhere, the CUDA device a framework's
+/// out-of-memory error says the allocation failed on (`GPU 1 has a total
+/// capacity of ...`, `(GPU 0; 39.56 GiB total capacity; ...)`): a process
+/// drives the device of its local rank in nearly every multi-GPU job, and
+/// a single-GPU run is rank 0. Only the framework allocators' categories
+/// read it (a program that drives several GPUs from one process, such as
+/// llama.cpp, reports a raw CUDA allocation), and only when every such
+/// error names the same device.
 fn allocation_device(primary: &Finding, others: &[Finding]) -> Option<u32> {
-    let memory = matches!(
-        primary.category,
-        Category::GpuOom | Category::GpuOomFragmentation | Category::CudaDriverOom
-    );
-    if !memory || others.iter().any(|f| f.rank.is_some()) {
+    let framework_memory =
+        |f: &Finding| matches!(f.category, Category::GpuOom | Category::GpuOomFragmentation);
+    if !framework_memory(primary) || others.iter().any(|f| f.rank.is_some()) {
         return None;
     }
-    let device = primary
-        .captures
-        .get("gpu")
-        .or(primary.captures.get("device"))?;
-    if device.is_empty() || !device.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    device.parse().ok()
+    let device = |f: &Finding| {
+        f.captures
+            .get("gpu")
+            .or(f.captures.get("device"))
+            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|d| d.parse::<u32>().ok())
+    };
+    let named = device(primary)?;
+    let others_agree = others
+        .iter()
+        .filter(|f| framework_memory(f))
+        .filter_map(device)
+        .all(|d| d == named);
+    // The finding's captures are its first line's: its other lines may
+    // name other devices.
+    let lines_agree = primary
+        .evidence
+        .iter()
+        .flat_map(|e| gpu_numbers(&e.text))
+        .all(|d| d == named);
+    (others_agree && lines_agree).then_some(named)
+}
+
+/// The numbers written `GPU <n>` in `text`.
+fn gpu_numbers(text: &str) -> impl Iterator<Item = u32> + '_ {
+    text.match_indices("GPU ").filter_map(move |(at, word)| {
+        let rest = &text[at + word.len()..];
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        rest[..digits].parse().ok()
+    })
 }
 
 /// The one rank a report of the ranks' progress names as holding the

@@ -22,6 +22,10 @@ pub struct RootCause {
     pub summary: String,
     /// The rank where it happened, when known.
     pub rank: Option<u32>,
+    /// The rank is not named by any line but presumed (from the CUDA
+    /// device an out-of-memory error names); absent when it is named.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rank_presumed: bool,
     /// The lines that show it.
     pub evidence: Vec<Evidence>,
     /// What to do, most likely fix first.
@@ -79,6 +83,7 @@ impl RootCause {
             rule: None,
             summary: summary.into(),
             rank: None,
+            rank_presumed: false,
             evidence: Vec::new(),
             remediation: Vec::new(),
             severity: None,

@@ -501,6 +501,7 @@ mod tests {
                     rule: Some(f.rule.clone()),
                     summary: f.message.clone(),
                     rank: f.rank,
+                    rank_presumed: false,
                     evidence: f.evidence.clone(),
                     remediation: f.remediation.to_vec(),
                     severity: Some(f.severity),
