@@ -811,4 +811,73 @@ mod tests {
         let (root, _) = choose(vec![kill], &[], &|_| Standing::default());
         assert_eq!(root.confidence, Some(Confidence::High));
     }
+
+    #[test]
+    fn an_allocators_device_is_the_presumed_rank_only_when_it_is_the_one_named() {
+        let oom = |category: Category, gpu: &str, text: &str| {
+            let mut f = finding("oom", category, Severity::Error, Role::Cause, 3);
+            f.captures.insert("gpu".to_owned(), gpu.to_owned());
+            f.evidence.push(coroner_model::Evidence {
+                input: "log".to_owned(),
+                line: 3,
+                text: text.to_owned(),
+                context: None,
+            });
+            f
+        };
+        let one = || {
+            oom(
+                Category::GpuOom,
+                "1",
+                "CUDA out of memory. GPU 1 has a total capacity",
+            )
+        };
+        let (root, _) = choose(vec![one()], &[], &|_| Standing::default());
+        assert_eq!((root.rank, root.rank_presumed), (Some(1), true));
+        assert!(root.summary.contains("presumed"), "{}", root.summary);
+        // A raw CUDA allocation: one process may drive several GPUs.
+        let raw = oom(Category::CudaDriverOom, "4", "allocating on device 4");
+        let (root, _) = choose(vec![raw], &[], &|_| Standing::default());
+        assert_eq!((root.rank, root.rank_presumed), (None, false));
+        // The finding's other lines name another device.
+        let mut several = one();
+        several.evidence[0]
+            .text
+            .push_str("; GPU 6 has a total capacity");
+        let (root, _) = choose(vec![several], &[], &|_| Standing::default());
+        assert_eq!(root.rank, None);
+        // A line names a rank: that one stands, not presumed.
+        let mut ranked = one();
+        ranked.rank = Some(3);
+        let (root, _) = choose(vec![ranked], &[], &|_| Standing::default());
+        assert_eq!((root.rank, root.rank_presumed), (Some(3), false));
+    }
+
+    #[test]
+    fn a_known_failures_warning_is_named_over_an_exception_that_names_no_cause() {
+        let exception = finding(
+            "exc",
+            Category::PythonError,
+            Severity::Error,
+            Role::Cause,
+            9,
+        );
+        let arch = finding(
+            "arch",
+            Category::NoKernelImage,
+            Severity::Warning,
+            Role::Cause,
+            2,
+        );
+        let sole = |id: &str| Standing {
+            sole_sign: id == "arch",
+            ..Standing::default()
+        };
+        let (root, _) = choose(vec![arch.clone(), exception.clone()], &[], &sole);
+        assert_eq!(root.rule.as_deref(), Some("arch"));
+        assert_eq!(root.confidence, Some(Confidence::Low));
+        // A warning that is not the sign of a failure leaves the exception.
+        let (root, _) = choose(vec![arch, exception], &[], &|_| Standing::default());
+        assert_eq!(root.rule.as_deref(), Some("exc"));
+    }
 }
