@@ -58,6 +58,16 @@ pub fn choose(
     standing: &dyn Fn(&str) -> Standing,
 ) -> (RootCause, Vec<Finding>) {
     let generic = |f: &Finding| f.category == Category::PythonError || standing(&f.rule).generic;
+    // A warning that is the known sign of a failure.
+    let sole_sign = || {
+        pick(
+            &findings,
+            Role::Cause,
+            Severity::Warning,
+            &|f| standing(&f.rule).sole_sign,
+            &generic,
+        )
+    };
     let chosen = pick(&findings, Role::Cause, Severity::Error, &|_| true, &generic)
         .map(|i| (i, Named::Cause))
         .or_else(|| {
@@ -70,27 +80,9 @@ pub fn choose(
             )
             .map(|i| (i, Named::Echo))
         })
-        .or_else(|| {
-            pick(
-                &findings,
-                Role::Cause,
-                Severity::Warning,
-                &|f| standing(&f.rule).sole_sign,
-                &generic,
-            )
-            .map(|i| (i, Named::SoleSign))
-        });
-    // A Python exception that names no cause, beside a warning that is
-    // the known sign of a failure, is read as that failure's consequence.
-    let sole_sign = || {
-        pick(
-            &findings,
-            Role::Cause,
-            Severity::Warning,
-            &|f| standing(&f.rule).sole_sign,
-            &generic,
-        )
-    };
+        .or_else(|| sole_sign().map(|i| (i, Named::SoleSign)));
+    // A Python exception that names no cause, beside such a warning, is
+    // read as the warned failure's consequence.
     let chosen = match chosen {
         Some((at, Named::Cause)) if findings[at].category == Category::PythonError => {
             Some(sole_sign().map_or((at, Named::Cause), |i| (i, Named::SignOverException)))
