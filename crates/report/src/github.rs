@@ -78,11 +78,11 @@ fn annotation(report: &Report, f: &Finding, is_root: bool, base: &PathBase) -> S
         }
     }
     let rank = if is_root {
-        report.root_cause.rank
+        crate::root_rank(&report.root_cause)
     } else {
-        f.rank
+        f.rank.map(|r| format!("rank {r}"))
     };
-    let rank = rank.map(|r| format!(" on rank {r}")).unwrap_or_default();
+    let rank = rank.map(|r| format!(" on {r}")).unwrap_or_default();
     let title = if is_root {
         format!("Root cause: {}{rank} ({})", f.category, f.rule)
     } else {

@@ -75,9 +75,9 @@ fn render_full(report: &Report, style: Style, compact: bool) -> String {
     let mut out = String::new();
     let root = &report.root_cause;
     let paint = Paint(style.color);
-    let rank = match (root.rank, &root.host) {
-        (Some(r), Some(host)) => format!(" on rank {r} ({host})"),
-        (Some(r), None) => format!(" on rank {r}"),
+    let rank = match (crate::root_rank(root), &root.host) {
+        (Some(r), Some(host)) => format!(" on {r} ({host})"),
+        (Some(r), None) => format!(" on {r}"),
         (None, Some(host)) => format!(" on {host}"),
         (None, None) => String::new(),
     };

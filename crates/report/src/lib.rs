@@ -63,15 +63,25 @@ pub fn verdict(report: &Report) -> String {
     if root.category == Category::Unknown {
         return "coroner: no root cause found (unknown)".to_owned();
     }
-    let rank = root
-        .rank
-        .map(|r| format!(" (rank {r})"))
+    let rank = root_rank(root)
+        .map(|r| format!(" ({r})"))
         .unwrap_or_default();
     format!(
         "coroner: root cause {}{rank} \u{2014} {}",
         root.category,
         one_line(&root.summary)
     )
+}
+
+/// The root cause's rank as a headline names it: `rank 3`, or `presumed
+/// rank 0` when no line named it and it was inferred.
+pub fn root_rank(root: &RootCause) -> Option<String> {
+    let rank = root.rank?;
+    Some(if root.rank_presumed {
+        format!("presumed rank {rank}")
+    } else {
+        format!("rank {rank}")
+    })
 }
 
 /// The finding behind the root cause: the report's first finding when its

@@ -27,9 +27,8 @@ pub fn render(report: &Report) -> String {
     if root.category == Category::Unknown {
         out.push_str("## coroner: no root cause found (`unknown`)\n\n");
     } else {
-        let rank = root
-            .rank
-            .map(|r| format!(" on rank {r}"))
+        let rank = crate::root_rank(root)
+            .map(|r| format!(" on {r}"))
             .unwrap_or_default();
         let rule = root
             .rule

@@ -45,9 +45,8 @@ pub fn render(report: &Report) -> String {
     let title = if root.category == Category::Unknown {
         "coroner: no root cause found".to_owned()
     } else {
-        let rank = root
-            .rank
-            .map(|r| format!(" on rank {r}"))
+        let rank = crate::root_rank(root)
+            .map(|r| format!(" on {r}"))
             .unwrap_or_default();
         format!("coroner: {}{rank}", root.category)
     };
@@ -149,8 +148,8 @@ fn verdict(report: &Report, primary: Option<&Finding>) -> Markup {
             p.kicker { @if unknown { "No root cause found" } @else { "Root cause" } }
             h1 {
                 (root.category.as_str())
-                @if let Some(rank) = root.rank {
-                    " " span.where { "on rank " (rank) }
+                @if let Some(rank) = crate::root_rank(root) {
+                    " " span.where { "on " (rank) }
                 }
             }
             p.summary { (text(&root.summary, 2_000)) }
@@ -159,7 +158,7 @@ fn verdict(report: &Report, primary: Option<&Finding>) -> Markup {
                     div { dt { "Confidence" } dd class=(format!("conf-{}", c.as_str())) { (c.as_str()) } }
                 }
                 @if let Some(rank) = root.rank {
-                    div { dt { "Rank" } dd { (rank) } }
+                    div { dt { "Rank" } dd { (rank) @if root.rank_presumed { " (presumed)" } } }
                 }
                 @if let Some(host) = &host {
                     div { dt { "Host" } dd { (text(host, 200)) } }
