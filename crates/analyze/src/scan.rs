@@ -117,6 +117,8 @@ struct TextScan<'a> {
     lowered: Vec<u8>,
     matches: Vec<Match>,
     line: u64,
+    /// The last line with text (see [`InputSummary::text_lines`]).
+    text_line: u64,
     truncated: u64,
     /// `None` when the part's metrics are not wanted.
     metrics: Option<MetricCollector>,
@@ -309,6 +311,7 @@ pub(crate) fn scan_part(
         lowered: Vec::new(),
         matches: Vec::new(),
         line: 0,
+        text_line: 0,
         truncated: 0,
         metrics: (part.metrics != MetricSampling::Off).then(MetricCollector::new),
         metric_sampling: part.metrics,
@@ -343,6 +346,7 @@ pub(crate) fn scan_part(
     }
     summary.bytes = blocks.offset();
     summary.lines = scan.line;
+    summary.text_lines = scan.text_line;
     let open_at_end = scan.tracebacks.is_open() || scan.stacks.is_open() || scan.desyncs.is_open();
     if let Some(after) = part.after {
         scan.finish_open(after, part.offset + blocks.offset());
@@ -549,6 +553,10 @@ impl TextScan<'_> {
         }
         let newlines = bytecount::count(region, b'\n') as u64;
         let unterminated = u64::from(region.last() != Some(&b'\n'));
+        if let Some(at) = last_text_byte(region) {
+            let after = bytecount::count(&region[at..], b'\n') as u64;
+            self.text_line = self.line + 1 + newlines - after;
+        }
         self.line += newlines + unterminated;
     }
 
@@ -632,6 +640,9 @@ impl TextScan<'_> {
         #[cfg(test)]
         LOOKED_AT.with(|n| n.set(n.get() + 1));
         self.line += 1;
+        if last_text_byte(raw).is_some() {
+            self.text_line = self.line;
+        }
         if truncated || raw.len() > MAX_LINE {
             self.truncated += 1;
         }
@@ -869,6 +880,14 @@ impl Candidates {
     }
 }
 
+/// Where the last byte of `bytes` that is text lies: not a space, a line
+/// end or a quote marker (`>`), the blank lines a paste often ends with.
+fn last_text_byte(bytes: &[u8]) -> Option<usize> {
+    bytes
+        .iter()
+        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'>'))
+}
+
 /// Index of the `\n` ending the line that holds `at`, or the end of
 /// `bytes`.
 fn line_end(bytes: &[u8], at: usize) -> usize {
@@ -931,6 +950,30 @@ mod tests {
             None,
         );
         metrics.trends().into_iter().map(|t| t.text).collect()
+    }
+
+    /// The blank lines, spaces and empty quotes a paste ends with are
+    /// counted as lines but not as lines with text, whether the last text
+    /// is in a line looked at or in lines skipped unread.
+    #[test]
+    fn a_pastes_trailing_blank_lines_are_not_text() {
+        let rules = builtin();
+        for log in [
+            "step 1\nstep 2\nRuntimeError: CUDA error: an illegal memory access was encountered\n\n   \n> \n>\n",
+            "RuntimeError: CUDA error: an illegal memory access was encountered\nstep 1\nstep 2\n\n \t\n",
+        ] {
+            let input = Input {
+                display: "log".to_owned(),
+                source: InputSource::Stdin,
+                rank: None,
+                explicit: true,
+            };
+            let mut table = FindingTable::for_input(0);
+            let mut summary = InputSummary::new("log", InputKind::Log);
+            scan_text(&input, InputKind::Log, log.as_bytes(), &rules, &mut table, &mut summary);
+            assert_eq!(summary.lines, log.lines().count() as u64, "{log:?}");
+            assert_eq!(summary.text_lines, 3, "{log:?}");
+        }
     }
 
     /// A log copied from an issue thread reads as the log: quoted with

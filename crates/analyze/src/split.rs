@@ -106,6 +106,9 @@ pub(crate) fn scan_split(
         metrics.absorb(part_metrics, lines);
         part_table.shift_lines(lines);
         table.merge(part_table);
+        if part_summary.text_lines > 0 {
+            summary.text_lines = lines + part_summary.text_lines;
+        }
         lines += part_summary.lines;
         bytes += part_summary.bytes;
         summary.errors.extend(part_summary.errors);
@@ -252,6 +255,10 @@ mod tests {
             scan_split(&input, &file, &rules, &mut split, &mut split_summary, None)
                 .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(split_summary.lines, whole_summary.lines, "{parts} parts");
+            assert_eq!(
+                split_summary.text_lines, whole_summary.text_lines,
+                "{parts} parts"
+            );
             assert_eq!(split_summary.bytes, whole_summary.bytes, "{parts} parts");
             let mut again = FindingTable::for_input(0);
             let mut again_summary = summary();

@@ -1,6 +1,7 @@
 //! Rules that read where a log stops: a `tail_lines` rule's finding is kept
-//! only when its last line is among the last lines of its input (the job
-//! hung at the step that line announces, and printed nothing after it).
+//! only when its last line is among the last lines of its input that hold
+//! text (the job hung at the step that line announces, and printed nothing
+//! after it; blank lines at the end of a paste do not count).
 
 use coroner_model::{Finding, InputSummary};
 use coroner_rules::RuleSet;
@@ -13,7 +14,11 @@ pub(crate) fn keep_at_end(findings: &mut Vec<Finding>, rules: &RuleSet, inputs: 
             return true;
         };
         let input = &f.first_seen.input;
-        let Some(lines) = inputs.iter().find(|i| &i.path == input).map(|i| i.lines) else {
+        let Some(lines) = inputs
+            .iter()
+            .find(|i| &i.path == input)
+            .map(|i| i.text_lines)
+        else {
             return true;
         };
         let last = f

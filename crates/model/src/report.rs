@@ -246,6 +246,11 @@ pub struct InputSummary {
     pub bytes: u64,
     /// Lines read (0 for binary inputs).
     pub lines: u64,
+    /// The number of the last line with text: lines that hold only
+    /// spaces or quote markers (`>`) at the end of a paste do not count.
+    /// Not part of the report.
+    #[serde(skip)]
+    pub text_lines: u64,
     /// Rank the whole input belongs to, when its name says so.
     pub rank: Option<u32>,
     /// Problems reading it; the rest of the input, and the other inputs,
@@ -273,6 +278,7 @@ impl InputSummary {
             compression: None,
             bytes: 0,
             lines: 0,
+            text_lines: 0,
             rank: None,
             errors: Vec::new(),
             notes: Vec::new(),
