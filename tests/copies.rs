@@ -152,3 +152,40 @@ fn code_pasted_above_a_wild_log_changes_no_answer() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// Every case of the corpus whose root cause comes from a rule that reads
+/// where a log stops (`tail_lines`): the same log ending in blank lines,
+/// spaces and an empty quote, as pastes often do, still stops there.
+#[test]
+fn a_paste_ending_in_blank_lines_stops_where_its_text_stops() {
+    let rules = crate::util::builtin_rules();
+    let dir = std::env::temp_dir().join(format!("coroner-padded-{}", std::process::id()));
+    let padded = |bytes: &[u8]| [bytes, b"\n  \n\n> \n\n".as_slice()].concat();
+    let mut read_at_end = 0;
+    let mut differ = Vec::new();
+    for case in cases() {
+        let paths = log_paths(&case);
+        let report = coroner_analyze::analyze(&paths, &rules);
+        let at_end = report
+            .root_cause
+            .rule
+            .as_deref()
+            .and_then(|id| rules.get(id))
+            .is_some_and(|rule| rule.tail_lines.is_some());
+        if !at_end {
+            continue;
+        }
+        read_at_end += 1;
+        let pasted = (
+            report.root_cause.category.as_str().to_owned(),
+            report.root_cause.rank,
+        );
+        let got = answer_of_copies(&paths, &dir.join(&case.id), &padded, &rules);
+        if got != pasted {
+            differ.push(format!("{}: {pasted:?} as pasted, {got:?} padded", case.id));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(read_at_end >= 3, "{read_at_end} cases read at the end");
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
