@@ -88,6 +88,7 @@ pub(crate) fn analyze_core(
     scan_text(input, kind, Cursor::new(text), rules, table, summary);
     summary.bytes = mapped.len() as u64;
     summary.lines = 0;
+    summary.last_text_line = 0;
 }
 
 /// `core` with every string in it made [`inert`]: the process name and

@@ -117,7 +117,7 @@ struct TextScan<'a> {
     lowered: Vec<u8>,
     matches: Vec<Match>,
     line: u64,
-    /// The last line with text (see [`InputSummary::text_lines`]).
+    /// The last line with text (see [`InputSummary::last_text_line`]).
     text_line: u64,
     truncated: u64,
     /// `None` when the part's metrics are not wanted.
@@ -346,7 +346,7 @@ pub(crate) fn scan_part(
     }
     summary.bytes = blocks.offset();
     summary.lines = scan.line;
-    summary.text_lines = scan.text_line;
+    summary.last_text_line = scan.text_line;
     let open_at_end = scan.tracebacks.is_open() || scan.stacks.is_open() || scan.desyncs.is_open();
     if let Some(after) = part.after {
         scan.finish_open(after, part.offset + blocks.offset());
@@ -553,7 +553,7 @@ impl TextScan<'_> {
         }
         let newlines = bytecount::count(region, b'\n') as u64;
         let unterminated = u64::from(region.last() != Some(&b'\n'));
-        if let Some(at) = last_text_byte(region) {
+        if let Some(at) = last_text_line_start(region, &mut self.cleaned) {
             let after = bytecount::count(&region[at..], b'\n') as u64;
             self.text_line = self.line + 1 + newlines - after;
         }
@@ -640,7 +640,7 @@ impl TextScan<'_> {
         #[cfg(test)]
         LOOKED_AT.with(|n| n.set(n.get() + 1));
         self.line += 1;
-        if last_text_byte(raw).is_some() {
+        if has_text(raw, &mut self.cleaned) {
             self.text_line = self.line;
         }
         if truncated || raw.len() > MAX_LINE {
@@ -880,12 +880,26 @@ impl Candidates {
     }
 }
 
-/// Where the last byte of `bytes` that is text lies: not a space, a line
-/// end or a quote marker (`>`), the blank lines a paste often ends with.
-fn last_text_byte(bytes: &[u8]) -> Option<usize> {
-    bytes
+/// Whether a line holds text once cleaned as every line is: more than
+/// spaces, quote markers, escape sequences and a page's no-break spaces,
+/// the blank lines a paste often ends with.
+fn has_text(raw: &[u8], scratch: &mut Vec<u8>) -> bool {
+    clean_line(raw, scratch)
         .iter()
-        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'>'))
+        .any(|b| !b.is_ascii_whitespace())
+}
+
+/// Where the last line of `region` (whole lines) that holds text starts,
+/// looking at its lines from the end.
+fn last_text_line_start(region: &[u8], scratch: &mut Vec<u8>) -> Option<usize> {
+    let mut end = region.strip_suffix(b"\n").unwrap_or(region).len();
+    loop {
+        let start = memchr::memrchr(b'\n', &region[..end]).map_or(0, |i| i + 1);
+        if has_text(&region[start..end], scratch) {
+            return Some(start);
+        }
+        end = start.checked_sub(1)?;
+    }
 }
 
 /// Index of the `\n` ending the line that holds `at`, or the end of
@@ -952,15 +966,33 @@ mod tests {
         metrics.trends().into_iter().map(|t| t.text).collect()
     }
 
-    /// The blank lines, spaces and empty quotes a paste ends with are
-    /// counted as lines but not as lines with text, whether the last text
-    /// is in a line looked at or in lines skipped unread.
+    /// The blank lines a paste ends with (spaces, empty quotes, a page's
+    /// escaped quote or no-break space, a lone escape sequence) are counted
+    /// as lines but not as lines with text, whether the last text is in a
+    /// line looked at or in lines skipped unread; a prompt is text.
     #[test]
     fn a_pastes_trailing_blank_lines_are_not_text() {
         let rules = builtin();
-        for log in [
-            "step 1\nstep 2\nRuntimeError: CUDA error: an illegal memory access was encountered\n\n   \n> \n>\n",
-            "RuntimeError: CUDA error: an illegal memory access was encountered\nstep 1\nstep 2\n\n \t\n",
+        let error = "RuntimeError: CUDA error: an illegal memory access was encountered\n";
+        let blank = "\n   \n> \n>\n&gt; \n\u{a0}\n\x1b[0m\n\x0c\n";
+        for (log, last) in [
+            (format!("step 1\nstep 2\n{error}{blank}"), 3),
+            (format!("{error}step 1\nstep 2\n{blank}"), 3),
+            (
+                format!("{error}step 1\nstep 2\nstep 3\nstep 4\nstep 5\n{blank}"),
+                6,
+            ),
+            (
+                format!("{error}step 1\nstep 2\nstep 3\nstep 4\n>>> \n{blank}"),
+                6,
+            ),
+            (blank.to_owned(), 0),
+            // Lines no rule looks at are skipped unread (in an input with
+            // no escape sequence: one has every line looked at).
+            (
+                (1..=50).map(|n| format!("step {n}\n")).collect::<String>() + "\n  \n> \n>\n\n",
+                50,
+            ),
         ] {
             let input = Input {
                 display: "log".to_owned(),
@@ -970,9 +1002,16 @@ mod tests {
             };
             let mut table = FindingTable::for_input(0);
             let mut summary = InputSummary::new("log", InputKind::Log);
-            scan_text(&input, InputKind::Log, log.as_bytes(), &rules, &mut table, &mut summary);
+            scan_text(
+                &input,
+                InputKind::Log,
+                log.as_bytes(),
+                &rules,
+                &mut table,
+                &mut summary,
+            );
             assert_eq!(summary.lines, log.lines().count() as u64, "{log:?}");
-            assert_eq!(summary.text_lines, 3, "{log:?}");
+            assert_eq!(summary.last_text_line, last, "{log:?}");
         }
     }
 

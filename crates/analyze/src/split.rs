@@ -106,8 +106,8 @@ pub(crate) fn scan_split(
         metrics.absorb(part_metrics, lines);
         part_table.shift_lines(lines);
         table.merge(part_table);
-        if part_summary.text_lines > 0 {
-            summary.text_lines = lines + part_summary.text_lines;
+        if part_summary.last_text_line > 0 {
+            summary.last_text_line = lines + part_summary.last_text_line;
         }
         lines += part_summary.lines;
         bytes += part_summary.bytes;
@@ -256,7 +256,7 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(split_summary.lines, whole_summary.lines, "{parts} parts");
             assert_eq!(
-                split_summary.text_lines, whole_summary.text_lines,
+                split_summary.last_text_line, whole_summary.last_text_line,
                 "{parts} parts"
             );
             assert_eq!(split_summary.bytes, whole_summary.bytes, "{parts} parts");
@@ -327,6 +327,43 @@ mod tests {
             scan_split(&input, &file, &rules, &mut split, &mut summary(), None)
                 .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(split.digest(&rules), whole, "{parts} parts");
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// A file whose last parts hold only blank lines: its last line with
+    /// text is in an earlier part, numbered as in the whole file.
+    #[test]
+    fn the_last_line_with_text_is_found_across_parts() {
+        let rules = RuleSet::new(Vec::new()).unwrap_or_else(|e| panic!("{e:?}"));
+        let mut text = String::new();
+        for n in 0..3000 {
+            text.push_str(&format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"));
+        }
+        for _ in 0..3000 {
+            text.push_str("  \n> \n");
+        }
+        let path = std::env::temp_dir().join(format!("coroner-blank-{}.log", std::process::id()));
+        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
+        let input = Input {
+            display: "big.log".to_owned(),
+            source: InputSource::File(path.clone()),
+            rank: None,
+            explicit: true,
+        };
+        for parts in [1, 2, 5, 16] {
+            let mut table = FindingTable::for_input(0);
+            let mut split_summary = summary();
+            let file = SplitFile {
+                path: &path,
+                size: text.len() as u64,
+                kind: InputKind::Log,
+                parts,
+            };
+            scan_split(&input, &file, &rules, &mut table, &mut split_summary, None)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(split_summary.lines, 9000, "{parts} parts");
+            assert_eq!(split_summary.last_text_line, 3000, "{parts} parts");
         }
         let _ = std::fs::remove_file(&path);
     }

@@ -17,7 +17,7 @@ pub(crate) fn keep_at_end(findings: &mut Vec<Finding>, rules: &RuleSet, inputs: 
         let Some(lines) = inputs
             .iter()
             .find(|i| &i.path == input)
-            .map(|i| i.text_lines)
+            .map(|i| i.last_text_line)
         else {
             return true;
         };

@@ -99,6 +99,7 @@ pub(crate) fn read_dump(
         },
     }
     summary.lines = 0;
+    summary.last_text_line = 0;
 }
 
 /// The number a file name ends with (`nccl_trace_rank_3`, `host-a-3.json`).

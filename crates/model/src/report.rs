@@ -250,7 +250,7 @@ pub struct InputSummary {
     /// spaces or quote markers (`>`) at the end of a paste do not count.
     /// Not part of the report.
     #[serde(skip)]
-    pub text_lines: u64,
+    pub last_text_line: u64,
     /// Rank the whole input belongs to, when its name says so.
     pub rank: Option<u32>,
     /// Problems reading it; the rest of the input, and the other inputs,
@@ -278,7 +278,7 @@ impl InputSummary {
             compression: None,
             bytes: 0,
             lines: 0,
-            text_lines: 0,
+            last_text_line: 0,
             rank: None,
             errors: Vec::new(),
             notes: Vec::new(),

@@ -133,6 +133,7 @@ pub fn log(report: &Report, base: &PathBase) -> Value {
                     "category": root_cause.category.as_str(),
                     "rule": root_cause.rule,
                     "rank": root_cause.rank,
+                    "rankPresumed": root_cause.rank_presumed,
                     "summary": root_cause.summary,
                 }
             }
