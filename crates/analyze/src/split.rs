@@ -160,8 +160,13 @@ fn scan_range(
     Ok((part_table, part_summary, metrics, open_at_end))
 }
 
+/// How many indented lines a cut may pass over to reach the start of a
+/// record.
+const RECORD_LINES: usize = 256;
+
 /// Offsets cutting the file into `parts` runs of whole lines: 0, the start
-/// of the first line after each `size * k / parts`, and `size`.
+/// of the first line after each `size * k / parts` that is not indented
+/// (within [`RECORD_LINES`]), and `size`.
 fn line_bounds(path: &Path, size: u64, parts: usize) -> io::Result<Vec<u64>> {
     let mut reader = BufReader::new(File::open(path)?);
     let mut bounds = vec![0];
@@ -179,8 +184,25 @@ fn line_bounds(path: &Path, size: u64, parts: usize) -> io::Result<Vec<u64>> {
             .by_ref()
             .take(2 << 20)
             .read_until(b'\n', &mut skipped)?;
-        let cut = target + n as u64;
-        if cut < size && skipped.last() == Some(&b'\n') {
+        let mut cut = target + n as u64;
+        let mut whole = skipped.last() == Some(&b'\n');
+        // An indented line continues the record above it (a torchrun
+        // summary's `exitcode :` line after its `rank :` line, the frames of
+        // a stack), which rules read together: the cut moves to the next
+        // line that starts at its first column.
+        for _ in 0..RECORD_LINES {
+            if !whole || !matches!(reader.fill_buf()?.first(), Some(b' ' | b'\t')) {
+                break;
+            }
+            skipped.clear();
+            let n = reader
+                .by_ref()
+                .take(2 << 20)
+                .read_until(b'\n', &mut skipped)?;
+            cut += n as u64;
+            whole = skipped.last() == Some(&b'\n');
+        }
+        if cut < size && whole {
             bounds.push(cut);
         }
     }
@@ -224,6 +246,11 @@ mod tests {
             } else {
                 text.push_str(&format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"));
             }
+        }
+        // Blank lines at the end move the cuts; some then fall inside the
+        // torchrun blocks, whose indented lines must stay together.
+        for _ in 0..2000 {
+            text.push_str("  \n> \n");
         }
         let path = std::env::temp_dir().join(format!("coroner-split-{}.log", std::process::id()));
         std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
