@@ -49,6 +49,11 @@ pub(crate) fn shared_indent(bytes: &[u8]) -> Indent {
 const WRAP_SAMPLE_LINES: usize = 4096;
 /// Narrowest wrap width recognised.
 const MIN_WRAP_WIDTH: usize = 40;
+/// The widths terminals usually have, at which one cut line in a short
+/// paste is read as a wrap.
+const TERMINAL_WIDTHS: [usize; 4] = [80, 100, 120, 132];
+/// The most lines a paste may have for one cut line to be read as a wrap.
+const SHORT_PASTE_LINES: usize = 40;
 
 /// The width at which a terminal or a paste cut every line of `bytes`
 /// (the start of an input), if it did: then no line is wider; the lines
@@ -84,6 +89,14 @@ pub(crate) fn wrap_width(bytes: &[u8], outer: usize) -> Option<usize> {
         .filter(|&i| widths[i] == width)
         .map(|i| (text(i), text(i + 1)))
         .collect();
+    // One cut line is a wrap only at a terminal's usual width, in a short
+    // paste, cut inside a word.
+    if let [(line, rest)] = full.as_slice() {
+        let short = raws.len() <= SHORT_PASTE_LINES;
+        let usual = TERMINAL_WIDTHS.contains(&width);
+        return (short && usual && rest_of_cut_line(rest) && cut_in_text(line, rest))
+            .then_some(width);
+    }
     if full.len() < 2 {
         return None;
     }
@@ -318,6 +331,23 @@ RuntimeError: CUDA error: an illegal memory access was encountered. CUDA kernel 
             String::from_utf8(unwrapped(&indented.as_bytes()[start..end], 4)).unwrap(),
             format!("    {}", LOG.lines().last().unwrap())
         );
+    }
+
+    /// One line cut in a word at a terminal's usual width, in a short
+    /// paste, is a wrap; at another width, cut between words, or in a
+    /// long paste, it is not.
+    #[test]
+    fn one_cut_line_is_a_wrap_only_at_a_terminals_width() {
+        let line = "F1208 15:16:46.872542 15643 pooling_layer.cu:212] Check failed: error == cudaSuccess (8 vs. 0)  invalid device function";
+        let at = |width: usize| format!("{}\n{}\n", &line[..width], &line[width..]);
+        assert_eq!(wrap_width(at(100).as_bytes(), 0), Some(100));
+        assert_eq!(wrap_width(at(80).as_bytes(), 0), Some(80));
+        assert_eq!(wrap_width(at(101).as_bytes(), 0), None);
+        // Cut after a word and its space, the next line starting a record.
+        let record = format!("{}\n[2024-05-01 12:00:00] INFO next step\n", &line[..100]);
+        assert_eq!(wrap_width(record.as_bytes(), 0), None);
+        let long = "step 1\n".repeat(60) + &at(100);
+        assert_eq!(wrap_width(long.as_bytes(), 0), None);
     }
 
     #[test]
