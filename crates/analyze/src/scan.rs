@@ -640,9 +640,6 @@ impl TextScan<'_> {
         #[cfg(test)]
         LOOKED_AT.with(|n| n.set(n.get() + 1));
         self.line += 1;
-        if has_text(raw, &mut self.cleaned) {
-            self.text_line = self.line;
-        }
         if truncated || raw.len() > MAX_LINE {
             self.truncated += 1;
         }
@@ -693,6 +690,9 @@ impl TextScan<'_> {
         let indent = self.indent.unwrap_or_default();
         let cleaned = lossy(clean_line(raw, &mut self.cleaned));
         let text = dedent(&cleaned, indent.outer).to_owned();
+        if feed == Feed::All && text.bytes().any(|b| !b.is_ascii_whitespace()) {
+            self.text_line = number;
+        }
         let table = &mut *self.table;
         self.open_after
             .retain(|&slot| table.add_after(slot, &text, CONTEXT_LINES));
@@ -915,8 +915,8 @@ mod tests {
     use coroner_rules::RuleSources;
     use std::path::{Path, PathBuf};
 
-    /// The findings of `text` scanned as one log.
-    fn digest(text: &[u8], rules: &RuleSet) -> Vec<String> {
+    /// The finding table and the summary of `text` scanned as one log.
+    fn scanned(text: &[u8], rules: &RuleSet) -> (FindingTable, InputSummary) {
         let input = Input {
             display: "log".to_owned(),
             source: InputSource::Stdin,
@@ -933,7 +933,12 @@ mod tests {
             &mut table,
             &mut summary,
         );
-        table.digest(rules)
+        (table, summary)
+    }
+
+    /// The findings of `text` scanned as one log.
+    fn digest(text: &[u8], rules: &RuleSet) -> Vec<String> {
+        scanned(text, rules).0.digest(rules)
     }
 
     /// The trends read from `text` with the given sampling.
@@ -994,22 +999,7 @@ mod tests {
                 50,
             ),
         ] {
-            let input = Input {
-                display: "log".to_owned(),
-                source: InputSource::Stdin,
-                rank: None,
-                explicit: true,
-            };
-            let mut table = FindingTable::for_input(0);
-            let mut summary = InputSummary::new("log", InputKind::Log);
-            scan_text(
-                &input,
-                InputKind::Log,
-                log.as_bytes(),
-                &rules,
-                &mut table,
-                &mut summary,
-            );
+            let (_, summary) = scanned(log.as_bytes(), &rules);
             assert_eq!(summary.lines, log.lines().count() as u64, "{log:?}");
             assert_eq!(summary.last_text_line, last, "{log:?}");
         }

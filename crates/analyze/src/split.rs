@@ -217,9 +217,45 @@ mod tests {
     use crate::scan::scan_text;
     use coroner_ingest::InputSource;
     use coroner_rules::RuleSources;
+    use std::path::PathBuf;
 
     fn summary() -> InputSummary {
         InputSummary::new("big.log", InputKind::Log)
+    }
+
+    /// `text` written to a file of its own, and the input naming it.
+    fn file_input(text: &str, name: &str) -> (PathBuf, Input) {
+        let path = std::env::temp_dir().join(format!("coroner-{name}-{}.log", std::process::id()));
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+        let input = Input {
+            display: "big.log".to_owned(),
+            source: InputSource::File(path.clone()),
+            rank: None,
+            explicit: true,
+        };
+        (path, input)
+    }
+
+    /// The finding table and the summary of the file at `path` (holding
+    /// `size` bytes) scanned in `parts` parts.
+    fn scanned_in_parts(
+        input: &Input,
+        path: &Path,
+        size: usize,
+        rules: &RuleSet,
+        parts: usize,
+    ) -> (FindingTable, InputSummary) {
+        let mut table = FindingTable::for_input(0);
+        let mut split_summary = summary();
+        let file = SplitFile {
+            path,
+            size: size as u64,
+            kind: InputKind::Log,
+            parts,
+        };
+        scan_split(input, &file, rules, &mut table, &mut split_summary, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        (table, split_summary)
     }
 
     #[test]
@@ -252,14 +288,7 @@ mod tests {
         for _ in 0..2000 {
             text.push_str("  \n> \n");
         }
-        let path = std::env::temp_dir().join(format!("coroner-split-{}.log", std::process::id()));
-        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
-        let input = Input {
-            display: "big.log".to_owned(),
-            source: InputSource::File(path.clone()),
-            rank: None,
-            explicit: true,
-        };
+        let (path, input) = file_input(&text, "split");
         let mut whole = FindingTable::for_input(0);
         let mut whole_summary = summary();
         scan_text(
@@ -271,16 +300,7 @@ mod tests {
             &mut whole_summary,
         );
         for parts in [2, 3, 5, 7, 31, 64] {
-            let mut split = FindingTable::for_input(0);
-            let mut split_summary = summary();
-            let file = SplitFile {
-                path: &path,
-                size: text.len() as u64,
-                kind: InputKind::Log,
-                parts,
-            };
-            scan_split(&input, &file, &rules, &mut split, &mut split_summary, None)
-                .unwrap_or_else(|e| panic!("{e}"));
+            let (split, split_summary) = scanned_in_parts(&input, &path, text.len(), &rules, parts);
             assert_eq!(split_summary.lines, whole_summary.lines, "{parts} parts");
             assert_eq!(
                 split_summary.last_text_line, whole_summary.last_text_line,
@@ -324,14 +344,7 @@ mod tests {
         // The middle of the file, where two parts are cut, falls inside the
         // traceback.
         let text = format!("{filler}{traceback}{filler}");
-        let path = std::env::temp_dir().join(format!("coroner-cut-{}.log", std::process::id()));
-        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
-        let input = Input {
-            display: "big.log".to_owned(),
-            source: InputSource::File(path.clone()),
-            rank: None,
-            explicit: true,
-        };
+        let (path, input) = file_input(&text, "cut");
         let mut whole = FindingTable::for_input(0);
         scan_text(
             &input,
@@ -344,15 +357,7 @@ mod tests {
         let whole = whole.digest(&rules);
         assert!(whole.iter().any(|d| d.contains("(2042, 20)")), "{whole:?}");
         for parts in [2, 3, 4] {
-            let mut split = FindingTable::for_input(0);
-            let file = SplitFile {
-                path: &path,
-                size: text.len() as u64,
-                kind: InputKind::Log,
-                parts,
-            };
-            scan_split(&input, &file, &rules, &mut split, &mut summary(), None)
-                .unwrap_or_else(|e| panic!("{e}"));
+            let (split, _) = scanned_in_parts(&input, &path, text.len(), &rules, parts);
             assert_eq!(split.digest(&rules), whole, "{parts} parts");
         }
         let _ = std::fs::remove_file(&path);
@@ -370,25 +375,9 @@ mod tests {
         for _ in 0..3000 {
             text.push_str("  \n> \n");
         }
-        let path = std::env::temp_dir().join(format!("coroner-blank-{}.log", std::process::id()));
-        std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
-        let input = Input {
-            display: "big.log".to_owned(),
-            source: InputSource::File(path.clone()),
-            rank: None,
-            explicit: true,
-        };
+        let (path, input) = file_input(&text, "blank");
         for parts in [1, 2, 5, 16] {
-            let mut table = FindingTable::for_input(0);
-            let mut split_summary = summary();
-            let file = SplitFile {
-                path: &path,
-                size: text.len() as u64,
-                kind: InputKind::Log,
-                parts,
-            };
-            scan_split(&input, &file, &rules, &mut table, &mut split_summary, None)
-                .unwrap_or_else(|e| panic!("{e}"));
+            let (_, split_summary) = scanned_in_parts(&input, &path, text.len(), &rules, parts);
             assert_eq!(split_summary.lines, 9000, "{parts} parts");
             assert_eq!(split_summary.last_text_line, 3000, "{parts} parts");
         }
