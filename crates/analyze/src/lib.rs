@@ -88,6 +88,13 @@ impl std::fmt::Debug for Options<'_> {
     }
 }
 
+/// The width at which a terminal or a paste cut every line at the start
+/// of a log (`bytes`), when one did: such a log is read with the cut lines
+/// put back together.
+pub fn hard_wrap_width(bytes: &[u8]) -> Option<usize> {
+    pasted::wrap_width(bytes, pasted::shared_indent(bytes).outer)
+}
+
 /// Analyses the inputs named by `paths` (files, directories, `-`) as one
 /// incident.
 pub fn analyze(paths: &[String], rules: &RuleSet) -> Report {
