@@ -115,8 +115,8 @@ pub fn choose(
     }
     // The launcher saw the processes exit: its account of which rank failed
     // first outranks the rank a line of output happened to carry.
-    let first_failed = findings
-        .iter()
+    let first_failed = std::iter::once(&primary)
+        .chain(&findings)
         .filter(|f| f.category == primary.category && standing(&f.rule).first_failure)
         .find_map(|f| f.rank);
     let rank = first_failed
@@ -770,6 +770,28 @@ mod tests {
         assert_eq!(root.rank, Some(0));
         // Without the mark the root cause keeps its own line's rank.
         let (root, _) = choose(findings(), &[], &|_| Standing::default());
+        assert_eq!(root.rank, Some(1));
+    }
+
+    #[test]
+    fn a_launchers_first_account_keeps_its_own_rank_over_its_later_ones() {
+        // srun's `task 1: Segmentation fault` on line 1, `task 0: ...` on line 3.
+        let account = |line: u64, rank: u32| {
+            let mut f = finding(
+                "srun",
+                Category::Segfault,
+                Severity::Critical,
+                Role::Cause,
+                line,
+            );
+            f.rank = Some(rank);
+            f
+        };
+        let first = |id: &str| Standing {
+            first_failure: id == "srun",
+            ..Standing::default()
+        };
+        let (root, _) = choose(vec![account(1, 1), account(3, 0)], &[], &first);
         assert_eq!(root.rank, Some(1));
     }
 
