@@ -90,7 +90,8 @@ impl std::fmt::Debug for Options<'_> {
 
 /// The width at which a terminal or a paste cut every line at the start
 /// of a log (`bytes`), when one did: such a log is read with the cut lines
-/// put back together.
+/// put back together. The scan measures it the same way on the start of
+/// each part it reads, which for a file read whole is the file's start.
 pub fn hard_wrap_width(bytes: &[u8]) -> Option<usize> {
     pasted::wrap_width(bytes, pasted::shared_indent(bytes).outer)
 }

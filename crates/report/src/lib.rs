@@ -125,13 +125,17 @@ pub fn next_step(root: &RootCause) -> Option<String> {
         ActionKind::RestartJob => match root.category {
             // A stalled collective or a hung job passes on a resubmit only when
             // its cause did: a rank that is slow every time stalls again.
-            Category::CollectiveTimeout => "find the rank that fell behind (below) before \
+            Category::CollectiveTimeout => {
+                "find the rank that fell behind (see What to do) before \
                 resubmitting; a rank slow every time (data preparation, evaluation or a save \
                 on one rank) stalls the job again"
-                .to_owned(),
-            Category::Hang => "find what the job waits for (below) before resubmitting; a \
+                    .to_owned()
+            }
+            Category::Hang => {
+                "find what the job waits for (see What to do) before resubmitting; a \
                 deadlock or a stale lock hangs it again"
-                .to_owned(),
+                    .to_owned()
+            }
             _ => "resubmit the job; the failure can pass, the code need not change".to_owned(),
         },
         ActionKind::ResetGpu => {
