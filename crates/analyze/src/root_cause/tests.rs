@@ -2,6 +2,11 @@ use super::*;
 
 use crate::test_support::finding;
 
+/// A finding read as a cause, from rule `rule` on line `line`.
+fn cause(rule: &str, category: Category, severity: Severity, line: u64) -> Finding {
+    finding(rule, category, severity, Role::Cause, line)
+}
+
 #[test]
 fn the_most_severe_cause_wins_then_the_earliest() {
     let findings = vec![
@@ -12,27 +17,9 @@ fn the_most_severe_cause_wins_then_the_earliest() {
             Role::Symptom,
             1,
         ),
-        finding(
-            "exc",
-            Category::PythonError,
-            Severity::Error,
-            Role::Cause,
-            2,
-        ),
-        finding(
-            "kill",
-            Category::HostOom,
-            Severity::Critical,
-            Role::Cause,
-            3,
-        ),
-        finding(
-            "later",
-            Category::PythonError,
-            Severity::Critical,
-            Role::Cause,
-            4,
-        ),
+        cause("exc", Category::PythonError, Severity::Error, 2),
+        cause("kill", Category::HostOom, Severity::Critical, 3),
+        cause("later", Category::PythonError, Severity::Critical, 4),
     ];
     let (root, ordered) = choose(findings, &[], &|_| Standing::default());
     assert_eq!(root.rule.as_deref(), Some("kill"));
@@ -44,20 +31,8 @@ fn the_most_severe_cause_wins_then_the_earliest() {
 fn a_generic_rule_yields_to_a_specific_cause_found_after_it() {
     let findings = || {
         vec![
-            finding(
-                "wrapper",
-                Category::NcclNetwork,
-                Severity::Error,
-                Role::Cause,
-                1,
-            ),
-            finding(
-                "shm",
-                Category::ShmExhausted,
-                Severity::Error,
-                Role::Cause,
-                4,
-            ),
+            cause("wrapper", Category::NcclNetwork, Severity::Error, 1),
+            cause("shm", Category::ShmExhausted, Severity::Error, 4),
         ]
     };
     let generic = |id: &str| Standing {
@@ -93,13 +68,7 @@ fn a_symptom_is_named_only_without_a_cause_and_says_so() {
 #[test]
 fn warnings_and_context_are_never_promoted() {
     let findings = vec![
-        finding(
-            "overflow",
-            Category::NanInfLoss,
-            Severity::Warning,
-            Role::Cause,
-            1,
-        ),
+        cause("overflow", Category::NanInfLoss, Severity::Warning, 1),
         finding(
             "hint",
             Category::LaunchFailure,
@@ -117,13 +86,7 @@ fn warnings_and_context_are_never_promoted() {
 #[test]
 fn a_timeout_names_the_rank_that_issued_the_fewest_collectives() {
     let timeout = |rank| {
-        let mut f = finding(
-            "watchdog",
-            Category::CollectiveTimeout,
-            Severity::Error,
-            Role::Cause,
-            5,
-        );
+        let mut f = cause("watchdog", Category::CollectiveTimeout, Severity::Error, 5);
         f.rank = Some(rank);
         f
     };
@@ -177,7 +140,7 @@ fn a_launchers_local_rank_names_the_rank_only_when_nothing_else_does() {
         f.captures.insert("local_rank".to_owned(), local.to_owned());
         f
     };
-    let oom = || finding("oom", Category::GpuOom, Severity::Error, Role::Cause, 3);
+    let oom = || cause("oom", Category::GpuOom, Severity::Error, 3);
     let (root, _) = choose(vec![oom(), launcher("2")], &[], &|_| Standing::default());
     assert_eq!((root.rule.as_deref(), root.rank), (Some("oom"), Some(2)));
     // Two local ranks failed: which one first is not known.
@@ -202,22 +165,10 @@ fn a_launchers_local_rank_names_the_rank_only_when_nothing_else_does() {
 
 #[test]
 fn the_rank_comes_from_a_finding_of_the_same_category() {
-    let mut block = finding(
-        "block",
-        Category::HostOom,
-        Severity::Critical,
-        Role::Cause,
-        9,
-    );
+    let mut block = cause("block", Category::HostOom, Severity::Critical, 9);
     block.rank = Some(1);
     let findings = vec![
-        finding(
-            "line",
-            Category::HostOom,
-            Severity::Critical,
-            Role::Cause,
-            3,
-        ),
+        cause("line", Category::HostOom, Severity::Critical, 3),
         block,
     ];
     let (root, _) = choose(findings, &[], &|_| Standing::default());
@@ -227,23 +178,11 @@ fn the_rank_comes_from_a_finding_of_the_same_category() {
 
 #[test]
 fn a_launchers_first_failure_names_the_rank_over_a_lines_rank() {
-    let mut line = finding(
-        "line",
-        Category::ShmExhausted,
-        Severity::Critical,
-        Role::Cause,
-        3,
-    );
+    let mut line = cause("line", Category::ShmExhausted, Severity::Critical, 3);
     line.rank = Some(1);
-    let mut block = finding(
-        "block",
-        Category::ShmExhausted,
-        Severity::Critical,
-        Role::Cause,
-        9,
-    );
+    let mut block = cause("block", Category::ShmExhausted, Severity::Critical, 9);
     block.rank = Some(0);
-    let mut other = finding("other", Category::HostOom, Severity::Error, Role::Cause, 12);
+    let mut other = cause("other", Category::HostOom, Severity::Error, 12);
     other.rank = Some(5);
     let findings = || vec![line.clone(), block.clone(), other.clone()];
     let first = |id: &str| Standing {
@@ -287,15 +226,9 @@ fn a_launchers_first_account_keeps_its_own_rank_over_its_later_ones() {
 
 #[test]
 fn a_presumed_reading_is_medium_until_a_record_confirms_it() {
-    let kill = finding(
-        "kill",
-        Category::HostOom,
-        Severity::Critical,
-        Role::Cause,
-        3,
-    );
+    let kill = cause("kill", Category::HostOom, Severity::Critical, 3);
     let echo = finding("echo", Category::HostOom, Severity::Error, Role::Symptom, 5);
-    let record = finding("record", Category::HostOom, Severity::Error, Role::Cause, 9);
+    let record = cause("record", Category::HostOom, Severity::Error, 9);
     let presumed = |id: &str| Standing {
         presumed: id == "kill" || id == "echo",
         ..Standing::default()
@@ -359,20 +292,8 @@ fn an_allocators_device_is_the_presumed_rank_only_when_it_is_the_one_named() {
 
 #[test]
 fn a_known_failures_warning_is_named_over_an_exception_that_names_no_cause() {
-    let exception = finding(
-        "exc",
-        Category::PythonError,
-        Severity::Error,
-        Role::Cause,
-        9,
-    );
-    let arch = finding(
-        "arch",
-        Category::NoKernelImage,
-        Severity::Warning,
-        Role::Cause,
-        2,
-    );
+    let exception = cause("exc", Category::PythonError, Severity::Error, 9);
+    let arch = cause("arch", Category::NoKernelImage, Severity::Warning, 2);
     let sole = |id: &str| Standing {
         sole_sign: id == "arch",
         ..Standing::default()
