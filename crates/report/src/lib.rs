@@ -175,10 +175,7 @@ pub fn next_step(root: &RootCause) -> Option<String> {
 
 /// The first sentence of `text`, without its full stop.
 fn first_sentence(text: &str) -> String {
-    let end = text
-        .char_indices()
-        .find(|&(i, c)| c == '.' && text[i + 1..].chars().next().is_none_or(char::is_whitespace))
-        .map_or(text.len(), |(i, _)| i);
+    let end = sentence_end(text).unwrap_or(text.len());
     let sentence = text[..end].trim();
     // `Reduce the batch size` reads on after a colon as `reduce ...`;
     // `NCCL_DEBUG=INFO ...` or `PyTorch ...` keep their capitals.
@@ -190,6 +187,31 @@ fn first_sentence(text: &str) -> String {
             .collect(),
         _ => sentence.to_owned(),
     }
+}
+
+/// Where the first sentence of `text` ends: a full stop before a space or
+/// the end, outside inline code (`` `...` ``), that is not part of an
+/// ellipsis (`instance of ... what()`) or an abbreviation (`e.g.`, `i.e.`).
+fn sentence_end(text: &str) -> Option<usize> {
+    let mut in_code = false;
+    let mut previous = None;
+    for (i, c) in text.char_indices() {
+        match c {
+            '`' => in_code = !in_code,
+            '.' if !in_code => {
+                let ends = text[i + 1..].chars().next().is_none_or(char::is_whitespace)
+                    && previous != Some('.')
+                    && !text[..i].ends_with("e.g")
+                    && !text[..i].ends_with("i.e");
+                if ends {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        previous = Some(c);
+    }
+    None
 }
 
 /// The findings other than the root cause's, most severe first.
@@ -343,6 +365,23 @@ fn slashes(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_first_sentence_runs_past_ellipses_code_and_abbreviations() {
+        assert_eq!(
+            first_sentence("Read the lines above (`terminate called ... what(): ...`, an assert). Then fix it."),
+            "read the lines above (`terminate called ... what(): ...`, an assert)"
+        );
+        assert_eq!(
+            first_sentence("Use a smaller batch, e.g. 8, and retry. Or more GPUs."),
+            "use a smaller batch, e.g. 8, and retry"
+        );
+        assert_eq!(
+            first_sentence("Run `python -m torch.utils.collect_env`. It prints versions."),
+            "run `python -m torch.utils.collect_env`"
+        );
+        assert_eq!(first_sentence("No full stop"), "no full stop");
+    }
 
     #[test]
     fn paths_are_made_relative_to_the_base() {
