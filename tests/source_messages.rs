@@ -7,7 +7,7 @@
 use crate::util::{builtin_rules, root, Scratch};
 
 /// Messages of the list named right (either form), as measured.
-const FLOOR: usize = 659;
+const FLOOR: usize = 664;
 
 struct Message {
     framework: String,

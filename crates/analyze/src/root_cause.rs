@@ -28,6 +28,9 @@ pub struct Standing {
     /// A failure named only in general terms: any specific cause is named
     /// before it.
     pub generic: bool,
+    /// It says only that the process stopped itself: a cause found before
+    /// it in the same input, however general, is named first.
+    pub yields_to_earlier: bool,
     /// A launcher's account of which rank failed first: its rank is the
     /// root cause's when their categories agree.
     pub first_failure: bool,
@@ -42,6 +45,7 @@ impl Standing {
         rules.get(id).map_or_else(Standing::default, |r| Standing {
             sole_sign: r.sole_sign,
             generic: r.generic,
+            yields_to_earlier: r.yields_to_earlier,
             first_failure: r.first_failure,
             presumed: r.presumed,
         })
@@ -58,6 +62,11 @@ pub fn choose(
     standing: &dyn Fn(&str) -> Standing,
 ) -> (RootCause, Vec<Finding>) {
     let generic = |f: &Finding| f.category == Category::PythonError || standing(&f.rule).generic;
+    let yields = |f: &Finding| standing(&f.rule).yields_to_earlier;
+    let ranking = Ranking {
+        is_generic: &generic,
+        yields_to_earlier: &yields,
+    };
     // A warning that is the known sign of a failure.
     let sole_sign = || {
         pick(
@@ -65,10 +74,10 @@ pub fn choose(
             Role::Cause,
             Severity::Warning,
             &|f| standing(&f.rule).sole_sign,
-            &generic,
+            &ranking,
         )
     };
-    let chosen = pick(&findings, Role::Cause, Severity::Error, &|_| true, &generic)
+    let chosen = pick(&findings, Role::Cause, Severity::Error, &|_| true, &ranking)
         .map(|i| (i, Named::Cause))
         .or_else(|| {
             pick(
@@ -76,7 +85,7 @@ pub fn choose(
                 Role::Symptom,
                 Severity::Error,
                 &|_| true,
-                &generic,
+                &ranking,
             )
             .map(|i| (i, Named::Echo))
         })
@@ -325,7 +334,8 @@ enum Named {
 /// The finding among those of `role` with at least severity `floor` and
 /// passing `eligible`: the most severe, specific before `generic` (a plain
 /// Python exception, NCCL's `unhandled system error`, yields to any
-/// failure that says more), the earliest
+/// failure that says more), an abort only when nothing before it in its
+/// input is a candidate, the earliest
 /// among equals: by the wall-clock time of its line when every tied
 /// finding has one (across inputs the order of the files says nothing),
 /// else the first seen.
@@ -334,13 +344,28 @@ fn pick(
     role: Role,
     floor: Severity,
     eligible: &dyn Fn(&Finding) -> bool,
-    is_generic: &dyn Fn(&Finding) -> bool,
+    ranking: &Ranking<'_>,
 ) -> Option<usize> {
-    let candidates = || {
+    let Ranking {
+        is_generic,
+        yields_to_earlier,
+    } = *ranking;
+    let all = || {
         findings
             .iter()
             .enumerate()
             .filter(move |(_, f)| f.role == role && f.severity >= floor && eligible(f))
+    };
+    // An abort steps aside for a cause printed before it in its input.
+    let candidates = || {
+        all().filter(move |(_, f)| {
+            !(yields_to_earlier(f)
+                && all().any(|(_, g)| {
+                    !yields_to_earlier(g)
+                        && g.first_seen.input == f.first_seen.input
+                        && g.first_seen.line < f.first_seen.line
+                }))
+        })
     };
     let any_specific = candidates().any(|(_, f)| !is_generic(f));
     let ranked = || candidates().filter(move |(_, f)| !(any_specific && is_generic(f)));
@@ -353,6 +378,15 @@ fn pick(
         Some(timed) => timed.into_iter().min().map(|(_, i)| i),
         None => tied().next().map(|(i, _)| i),
     }
+}
+
+/// How `pick` ranks candidates beyond severity.
+#[derive(Clone, Copy)]
+struct Ranking<'a> {
+    /// A finding that names its failure only in general terms.
+    is_generic: &'a dyn Fn(&Finding) -> bool,
+    /// A finding that steps aside for a cause before it in its input.
+    yields_to_earlier: &'a dyn Fn(&Finding) -> bool,
 }
 
 /// Whether another cause of the same severity and of another specific

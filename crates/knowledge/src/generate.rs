@@ -9,7 +9,9 @@
 //! `error == cudaSuccess. <number> vs 0. Error at: <file>: <message>`,
 //! Triton's `Triton Error [CUDA]: <message>`, the CUDA samples' `(error
 //! code <message>)`, "CUDA by Example"'s `<message> in <file>.cu at line
-//! <n>` and RELION's `... (error-code <n>)`,
+//! <n>`, RELION's `... (error-code <n>)`, the old SDK's cutil checks
+//! (`Cuda error in file '<f>' in line <n> : <message>.`, `Runtime API
+//! error <number>: <message>.`) and the samples' `getLastCudaError`,
 //! PyTorch's `Unexpected error from cudaGetDeviceCount() ... Error <number>:
 //! <message>` warning
 //! (and, for distinctive messages, the bare message) of every code of that
@@ -231,6 +233,25 @@ fn cuda_rule(
             r"(?P<what>{}) in \S+?(?:\.cuh?(?: at line \d+)|(?: at line \d+) \(error-code \d+\))",
             alternation(&messages)
         ),
+        // The old CUDA SDK's cutil checks, still copied into programs:
+        // `Cuda error in file 'kernel.cu' in line 88 : out of memory.`
+        // (`CUDA_SAFE_CALL`; `CUT_CHECK_ERROR` puts its own words first:
+        // `Cuda error: Kernel execution failed in file ...`), and
+        // `cutilSafeCall() Runtime API error 2: out of memory.`; the
+        // samples' `getLastCudaError`: `CUDA error : <what the caller
+        // did> : (2) out of memory.`
+        format!(
+            r"(?i:Cuda error)(?:: [^\n]*?)? in file '[^'\n]*' in line \d+ : (?P<what>{})",
+            alternation(&messages)
+        ),
+        format!(
+            r"Runtime API error \d+: (?P<what>{})",
+            alternation(&messages)
+        ),
+        format!(
+            r"(?i:CUDA error) : [^\n]*? : \(\d+\) (?P<what>{})",
+            alternation(&messages)
+        ),
         // PyTorch's warning when counting devices fails: `Unexpected error
         // from cudaGetDeviceCount(). ... Error 802: system not yet initialized`.
         format!(
@@ -253,6 +274,7 @@ fn cuda_rule(
         "== cudaSuccess".to_owned(),
         "THCudaCheck FAIL".to_owned(),
         "Triton Error [CUDA]".to_owned(),
+        "Runtime API error".to_owned(),
         "CUDA initialization failure".to_owned(),
         "(error code ".to_owned(),
         " at line ".to_owned(),

@@ -190,19 +190,20 @@ fn first_sentence(text: &str) -> String {
 }
 
 /// Where the first sentence of `text` ends: a full stop before a space or
-/// the end, outside inline code (`` `...` ``), that is not part of an
-/// ellipsis (`instance of ... what()`) or an abbreviation (`e.g.`, `i.e.`).
+/// the end, outside inline code (`` `...` ``, unless a backtick is left
+/// open), that is not part of an ellipsis (`instance of ... what()`) or an
+/// abbreviation (`e.g.`, `i.e.`, `vs.`, `cf.`).
 fn sentence_end(text: &str) -> Option<usize> {
+    let balanced = text.matches('`').count().is_multiple_of(2);
     let mut in_code = false;
     let mut previous = None;
     for (i, c) in text.char_indices() {
         match c {
-            '`' => in_code = !in_code,
+            '`' if balanced => in_code = !in_code,
             '.' if !in_code => {
                 let ends = text[i + 1..].chars().next().is_none_or(char::is_whitespace)
                     && previous != Some('.')
-                    && !text[..i].ends_with("e.g")
-                    && !text[..i].ends_with("i.e");
+                    && !ends_with_abbreviation(&text[..i]);
                 if ends {
                     return Some(i);
                 }
@@ -212,6 +213,18 @@ fn sentence_end(text: &str) -> Option<usize> {
         previous = Some(c);
     }
     None
+}
+
+/// Whether `before` (the text before a full stop) ends with an
+/// abbreviation whose full stop does not end the sentence.
+fn ends_with_abbreviation(before: &str) -> bool {
+    let word = before
+        .rsplit(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or_default();
+    ["e.g", "i.e", "vs", "cf"]
+        .iter()
+        .any(|a| word.eq_ignore_ascii_case(a))
 }
 
 /// The findings other than the root cause's, most severe first.
@@ -381,6 +394,16 @@ mod tests {
             "run `python -m torch.utils.collect_env`"
         );
         assert_eq!(first_sentence("No full stop"), "no full stop");
+        assert_eq!(
+            first_sentence("E.g. set `FOO=1` first. Then rerun."),
+            "E.g. set `FOO=1` first"
+        );
+        assert_eq!(
+            first_sentence("Compare A vs. B first. Then pick."),
+            "compare A vs. B first"
+        );
+        // A backtick left open does not hide every full stop after it.
+        assert_eq!(first_sentence("Set `FOO. Then rerun."), "set `FOO");
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub struct Rule {
     /// A failure named only in general terms: any specific cause found in
     /// the incident is named root cause before it.
     pub generic: bool,
+    /// It says only that the process stopped itself: a cause found before
+    /// it in the same input, however general, is named root cause first.
+    pub yields_to_earlier: bool,
     /// It reads a launcher's account of which rank failed first: its rank
     /// is the root cause's when their categories agree.
     pub first_failure: bool,
@@ -747,6 +750,7 @@ pub fn parse_rule_with(
         internal: file.internal,
         sole_sign: file.sole_sign,
         generic: file.generic,
+        yields_to_earlier: file.yields_to_earlier,
         first_failure: file.first_failure,
         presumed: file.presumed,
         tail_lines: file.tail_lines,

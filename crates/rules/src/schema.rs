@@ -45,6 +45,11 @@ pub struct RuleFile {
     /// found in the incident is named root cause before it.
     #[serde(default)]
     pub generic: bool,
+    /// The line says only that the process stopped itself (an abort): a
+    /// cause found before it in the same input, however general, says why
+    /// and is named root cause before it.
+    #[serde(default)]
+    pub yields_to_earlier: bool,
     /// The rule reads a launcher's own account of which rank failed first
     /// (torchrun's `Root Cause (first observed failure)` block): when the
     /// root cause is of its category, its rank is the root cause's.

@@ -52,6 +52,38 @@ fn a_generic_rule_yields_to_a_specific_cause_found_after_it() {
 }
 
 #[test]
+fn an_abort_yields_to_a_cause_before_it_in_its_input_only() {
+    let abort = |line| cause("abort", Category::Abort, Severity::Error, line);
+    let standing = |id: &str| Standing {
+        generic: id == "wrapper",
+        yields_to_earlier: id == "abort",
+        ..Standing::default()
+    };
+    // A general NCCL error thrown out of the watchdog, then the abort.
+    let before = vec![
+        cause("wrapper", Category::NcclNetwork, Severity::Error, 3),
+        abort(5),
+    ];
+    let (root, _) = choose(before, &[], &standing);
+    assert_eq!(root.rule.as_deref(), Some("wrapper"));
+    // A peer's failure printed after the abort does not explain it.
+    let after = vec![
+        abort(1),
+        cause("peer", Category::RendezvousFailure, Severity::Error, 2),
+    ];
+    let (root, _) = choose(after, &[], &standing);
+    assert_eq!(root.rule.as_deref(), Some("abort"));
+    // Nor does a failure in another input, whatever its line.
+    let mut elsewhere = cause("wrapper", Category::NcclNetwork, Severity::Error, 1);
+    elsewhere.first_seen.input = "other.log".to_owned();
+    let (root, _) = choose(vec![elsewhere, abort(5)], &[], &standing);
+    assert_eq!(root.rule.as_deref(), Some("abort"));
+    // Alone, the abort is named.
+    let (root, _) = choose(vec![abort(5)], &[], &standing);
+    assert_eq!(root.rule.as_deref(), Some("abort"));
+}
+
+#[test]
 fn a_symptom_is_named_only_without_a_cause_and_says_so() {
     let findings = vec![finding(
         "reset",
