@@ -356,17 +356,20 @@ fn pick(
             .enumerate()
             .filter(move |(_, f)| f.role == role && f.severity >= floor && eligible(f))
     };
-    // An abort steps aside for a cause printed before it in its input.
-    let candidates = || {
-        all().filter(move |(_, f)| {
-            !(yields_to_earlier(f)
-                && all().any(|(_, g)| {
-                    !yields_to_earlier(g)
-                        && g.first_seen.input == f.first_seen.input
-                        && g.first_seen.line < f.first_seen.line
-                }))
+    // An abort steps aside for a cause printed before it in its input
+    // (decided once: only the few findings so marked are compared).
+    let stepped_aside: Vec<usize> = all()
+        .filter(|(_, f)| yields_to_earlier(f))
+        .filter(|(_, f)| {
+            all().any(|(_, g)| {
+                !yields_to_earlier(g)
+                    && g.first_seen.input == f.first_seen.input
+                    && g.first_seen.line < f.first_seen.line
+            })
         })
-    };
+        .map(|(i, _)| i)
+        .collect();
+    let candidates = || all().filter(|(i, _)| !stepped_aside.contains(i));
     let any_specific = candidates().any(|(_, f)| !is_generic(f));
     let ranked = || candidates().filter(move |(_, f)| !(any_specific && is_generic(f)));
     let top = ranked().map(|(_, f)| f.severity).max()?;
