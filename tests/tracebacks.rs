@@ -94,3 +94,18 @@ fn a_rank_prefixed_traceback_gets_its_frames() {
         .unwrap()
         .starts_with("raise ValueError("));
 }
+
+#[test]
+fn an_exception_python_ignored_is_not_what_ended_the_program() {
+    let (report, code) = analyze_json(&["fixtures/tracebacks/ignored_then_abort.log"]);
+    assert_eq!(code, 1);
+    assert_eq!(report["root_cause"]["category"], "abort", "{report:#}");
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["rule"] != "python-exception"),
+        "{report:#}"
+    );
+}

@@ -22,7 +22,9 @@ use coroner_logs::{
     RankedTraceback, StackDumpReader, TracebackReader,
 };
 use coroner_metrics::MetricCollector;
-use coroner_model::{inert_capped, Context, Finding, InputError, InputKind, InputSummary};
+use coroner_model::{
+    inert_capped, Category, Context, Finding, InputError, InputKind, InputSummary,
+};
 use coroner_rules::{is_hard_wrapped, Line, Match, Rule, RuleSet, Scanner};
 use std::collections::VecDeque;
 use std::io::Read;
@@ -715,6 +717,11 @@ impl TextScan<'_> {
         // A frame's source line is the program's code: what it says
         // (`print("CUDA out of memory, skipping batch")`) is not evidence.
         let source_line = feed == Feed::All && self.tracebacks.fed_source_line();
+        // An exception the interpreter reported and went on from (in a
+        // finalizer, a callback, at shutdown) did not end the program: as a
+        // plain Python error it is no finding. A specific failure it names
+        // (a CUDA error raised in `__del__`) still is one.
+        let ignored_exception = feed == Feed::All && self.tracebacks.fed_ignored_exception();
         // The child's traceback is over once a traceback completes after
         // its header: the lines after it are the parent's again.
         if self.read_tracebacks.len() > tracebacks_read
@@ -807,7 +814,17 @@ impl TextScan<'_> {
             }
             return;
         }
-        let matches = std::mem::take(&mut self.matches);
+        let mut matches = std::mem::take(&mut self.matches);
+        if ignored_exception {
+            let rules = self.rules.rules();
+            matches.retain(|m| {
+                let on_this_line = m.lines.first().is_none_or(|l| l.number == number);
+                let plain = rules
+                    .get(m.rule)
+                    .is_some_and(|r| r.category == Category::PythonError);
+                !(on_this_line && plain)
+            });
+        }
         for mut m in matches {
             let anchor_line = m.lines.first().map_or(number, |l| l.number);
             let recent = &self.recent;

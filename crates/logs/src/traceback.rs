@@ -49,6 +49,13 @@ pub const MAX_OPEN: usize = 16_384;
 const HEADER: &str = "Traceback (most recent call last):";
 const CAUSE: &str = "The above exception was the direct cause of the following exception:";
 const CONTEXT: &str = "During handling of the above exception, another exception occurred:";
+/// How the interpreter announces an exception it reports and then goes
+/// on from (`Exception ignored in: <function X.__del__ ...>`, and since
+/// 3.13 `Exception ignored while ...`): one raised in a finalizer, a
+/// callback or at shutdown, which did not end the program.
+const IGNORED: &str = "Exception ignored ";
+/// Lines from that announcement to the traceback's header at most.
+const IGNORED_HEADER_WITHIN: u64 = 2;
 
 /// Reads the tracebacks of one input.
 #[derive(Debug, Default)]
@@ -63,6 +70,11 @@ pub struct TracebackReader {
     closed_early: u64,
     /// Whether the line fed last was an indented frame's source line.
     source_line: bool,
+    /// Whether the line fed last was an exception of a traceback the
+    /// interpreter ignored.
+    ignored_exception: bool,
+    /// The rank and line of the last `Exception ignored` announcement.
+    announced_ignored: Option<(Option<u32>, u64)>,
 }
 
 /// A complete traceback and the rank whose output it was.
@@ -76,6 +88,8 @@ pub struct RankedTraceback {
 struct Open {
     /// The header's line, when `^C` came before it.
     interrupted: Option<u64>,
+    /// Announced by `Exception ignored ...`: it did not end the program.
+    ignored: bool,
     done: Vec<PyException>,
     frames: Vec<PyFrame>,
     omitted: u64,
@@ -114,8 +128,12 @@ impl TracebackReader {
         out: &mut Vec<RankedTraceback>,
     ) {
         self.source_line = false;
+        self.ignored_exception = false;
         let line = text.trim_end();
         let bare = line.trim_start();
+        if bare.starts_with(IGNORED) {
+            self.announced_ignored = Some((rank, number));
+        }
         // `^C` before the header: the terminal's echo of the Ctrl-C that
         // raised the KeyboardInterrupt this traceback ends with.
         let interrupted = bare.strip_prefix("^C") == Some(HEADER);
@@ -140,7 +158,12 @@ impl TracebackReader {
                         self.close(rank, out);
                     }
                     if may_start {
-                        self.start(rank, Open::new(interrupted, number), out);
+                        let ignored = self.announced_ignored.is_some_and(|(r, at)| {
+                            r == rank && number > at && number - at <= IGNORED_HEADER_WITHIN
+                        });
+                        let mut open = Open::new(interrupted, number);
+                        open.ignored = ignored;
+                        self.start(rank, open, out);
                     }
                 }
             }
@@ -151,6 +174,7 @@ impl TracebackReader {
         };
         let step = open.read(line, bare, number);
         self.source_line = step == Step::Source && line != bare;
+        self.ignored_exception = step == Step::Exception && open.ignored;
         if step == Step::Close {
             self.close(rank, out);
         }
@@ -160,6 +184,13 @@ impl TracebackReader {
     /// its `File ...` line: the program's code, not a message it printed.
     pub fn fed_source_line(&self) -> bool {
         self.source_line
+    }
+
+    /// Whether the line fed last was an exception of a traceback announced
+    /// by `Exception ignored ...`: the interpreter reported it and went
+    /// on, so it is not what ended the program.
+    pub fn fed_ignored_exception(&self) -> bool {
+        self.ignored_exception
     }
 
     /// How many tracebacks were closed before their end because
@@ -218,6 +249,8 @@ impl TracebackReader {
 #[derive(Debug, PartialEq, Eq)]
 enum Step {
     Go,
+    /// The line was the exception a traceback ends with.
+    Exception,
     /// The line was a frame's source line.
     Source,
     Close,
@@ -227,6 +260,7 @@ impl Open {
     fn new(interrupted: bool, header: u64) -> Self {
         Open {
             interrupted: interrupted.then_some(header),
+            ignored: false,
             done: Vec::new(),
             frames: Vec::new(),
             omitted: 0,
@@ -263,6 +297,7 @@ impl Open {
                         lines: 0,
                         link: None,
                     };
+                    return Step::Exception;
                 } else if stray >= MAX_STRAY {
                     return Step::Close;
                 } else {
@@ -393,6 +428,33 @@ mod tests {
         }
         // The unindented line after a frame is not taken for its source.
         assert_eq!(source, vec![3]);
+    }
+
+    #[test]
+    fn only_the_exceptions_of_an_ignored_traceback_are_ignored() {
+        // Python 3.5's wording from a pasted log, then a rank's own
+        // failure; the announcement on another rank marks nothing.
+        let text = "Exception ignored in: <bound method DataLoaderIter.__del__ of <x>>\n\
+                    Traceback (most recent call last):\n\
+                    \x20 File \"dataloader.py\", line 333, in __del__\n\
+                    TypeError: 'NoneType' object is not iterable\n\
+                    [rank0]: Exception ignored in: <function Holder.__del__ at 0x7f3d>\n\
+                    [rank1]: Traceback (most recent call last):\n\
+                    [rank1]:   File \"train.py\", line 9, in <module>\n\
+                    [rank1]: ValueError: bad batch\n";
+        let mut reader = TracebackReader::new();
+        let mut out = Vec::new();
+        let mut ignored = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let p = strip_rank_prefix(line);
+            reader.feed(p.rest, p.rank, i as u64 + 1, true, &mut out);
+            if reader.fed_ignored_exception() {
+                ignored.push(i + 1);
+            }
+        }
+        reader.finish(&mut out);
+        assert_eq!(ignored, vec![4]);
+        assert_eq!(out.len(), 2);
     }
 
     #[test]
