@@ -12,6 +12,8 @@
 //! <n>`, RELION's `... (error-code <n>)`, the old SDK's cutil checks
 //! (`Cuda error in file '<f>' in line <n> : <message>.`, `Runtime API
 //! error <number>: <message>.`) and the samples' `getLastCudaError`,
+//! the widely copied `code: <number>, reason: <message>` check (dlib's
+//! too),
 //! PyTorch's `Unexpected error from cudaGetDeviceCount() ... Error <number>:
 //! <message>` warning
 //! (and, for distinctive messages, the bare message) of every code of that
@@ -252,6 +254,15 @@ fn cuda_rule(
             r"(?i:CUDA error) : [^\n]*? : \(\d+\) (?P<what>{})",
             alternation(&messages)
         ),
+        // The `CHECK` macro of "Professional CUDA C Programming", copied
+        // into many programs (`Error: kernel.cu:41, code: 2, reason: out of
+        // memory`), and dlib's `CHECK_CUDA` (`Error while calling
+        // cudaMallocHost(...) in file gpu_data.cpp:181. code: 2, reason:
+        // out of memory`); some copies capitalise `Code` and `Reason`.
+        format!(
+            r"(?i:\bcode): ?\d+, (?i:reason): (?P<what>{})",
+            alternation(&messages)
+        ),
         // PyTorch's warning when counting devices fails: `Unexpected error
         // from cudaGetDeviceCount(). ... Error 802: system not yet initialized`.
         format!(
@@ -275,6 +286,7 @@ fn cuda_rule(
         "THCudaCheck FAIL".to_owned(),
         "Triton Error [CUDA]".to_owned(),
         "Runtime API error".to_owned(),
+        ", reason: ".to_owned(),
         "CUDA initialization failure".to_owned(),
         "(error code ".to_owned(),
         " at line ".to_owned(),
