@@ -109,6 +109,28 @@ fn group<'a>(
     groups
 }
 
+/// The first thing to do about a CUDA error of `category`, in one short
+/// imperative sentence: the report's next step. The general advice (look
+/// the code up, rerun synchronously) and the code's own fixes follow it.
+fn first_step(category: Category) -> Option<&'static str> {
+    Some(match category {
+        Category::NoKernelImage => "Install a build of the framework, or rebuild the extension, with code for this GPU's architecture.",
+        Category::DriverTooOld => "Upgrade the NVIDIA driver, or install a framework build for a CUDA release the installed driver supports.",
+        Category::CudaUnavailable => "Run `nvidia-smi` where the job ran; if it fails, fix the driver or the container's access to the GPU first.",
+        Category::CudaDriverOom => "Free GPU memory: stop other processes on the GPU (`nvidia-smi`), or lower the batch size.",
+        Category::LaunchFailure => "Restart the process (its CUDA context is lost), and rerun with `CUDA_LAUNCH_BLOCKING=1` to find the kernel that failed.",
+        Category::IllegalMemoryAccess => "Rerun with `CUDA_LAUNCH_BLOCKING=1`, or under `compute-sanitizer`, to find the kernel that touched memory out of bounds.",
+        Category::DeviceSideAssert => "Rerun with `CUDA_LAUNCH_BLOCKING=1` to find the op whose assertion failed, and check the indices and labels it was given.",
+        Category::EccError => "Drain the node and check the GPU's ECC counters (`nvidia-smi -q -d ECC,ROW_REMAPPER`) before it runs jobs again.",
+        Category::XidHardware | Category::NvlinkError => "Drain the node and check the kernel log for Xid errors (`dmesg -T | grep -i xid`) before the GPU runs jobs again.",
+        Category::LibraryMismatch => "Reinstall so that the framework, its CUDA libraries and the driver belong to one CUDA release.",
+        Category::InvalidDevice => "Ask for a GPU that exists: compare the device index and `CUDA_VISIBLE_DEVICES` with `nvidia-smi -L`.",
+        Category::GpuContention => "Stop the other process that holds the GPU (`nvidia-smi`), or set the GPU's compute mode back to Default.",
+        Category::PermissionDenied => "Give the job access to the GPU's device files (`/dev/nvidia*`): run the container with `--gpus`, or fix the device permissions.",
+        _ => return None,
+    })
+}
+
 /// `<prefix>-<category>`, with `-<severity>` unless the severity is error.
 fn rule_id(prefix: &str, category: Category, severity: Severity) -> String {
     let category = category.as_str().trim_start_matches("xid-");
@@ -293,10 +315,14 @@ fn cuda_rule(
     ];
     literals.extend(distinctive.iter().map(|m| (*m).to_owned()));
     let canonical = codes[0];
-    let mut remediation = vec![
+    let mut remediation: Vec<String> = first_step(category)
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    remediation.extend([
         "Look the exact code up with `coroner explain <name or number>`: it says what the code means, whether it is sticky (then every later CUDA call in the process fails with it too, so the first CUDA error in the log is the one to fix), its likely causes and the fixes.".to_owned(),
         "CUDA reports kernel errors asynchronously: rerun with `CUDA_LAUNCH_BLOCKING=1` so the error is raised by the call that caused it, and the traceback points at the right line.".to_owned(),
-    ];
+    ]);
     remediation.extend(canonical.fixes.iter().cloned());
     let id = rule_id("cuda-error", category, severity);
     let mut text = header("knowledge/cuda_error_table.tsv and knowledge/cuda-errors.toml");
