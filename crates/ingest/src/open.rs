@@ -228,15 +228,17 @@ pub fn detect_kind(head: &[u8]) -> InputKind {
         return InputKind::Binary;
     }
     // The searchers are built once: a directory's every file is detected.
-    static NEEDLES: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
+    static NEEDLES: LazyLock<[Finder<'static>; 6]> = LazyLock::new(|| {
         [
             Finder::new(b"NVIDIA-SMI "),
             Finder::new(b"==============NVSMI LOG=============="),
             Finder::new(b" NCCL "),
             Finder::new(b" kernel: "),
+            Finder::new(b" NCCL INFO "),
+            Finder::new(b" NCCL WARN "),
         ]
     });
-    let [smi, smi_log, nccl_word, kernel_tag] = &*NEEDLES;
+    let [smi, smi_log, nccl_word, kernel_tag, nccl_info, nccl_warn] = &*NEEDLES;
     let has = |needle: &Finder| needle.find(head).is_some();
     let text = crate::text::lossy(head);
     if has(smi) || has(smi_log) || is_query_gpu_csv(&text) {
@@ -248,9 +250,10 @@ pub fn detect_kind(head: &[u8]) -> InputKind {
     let mut lines = 0usize;
     let mut nccl = 0usize;
     let mut kernel = 0usize;
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+    for line in split_lines(&text).filter(|l| !l.trim().is_empty()) {
         lines += 1;
-        if any_nccl && (line.contains(" NCCL INFO ") || line.contains(" NCCL WARN ")) {
+        let in_line = |needle: &Finder| needle.find(line.as_bytes()).is_some();
+        if any_nccl && (in_line(nccl_info) || in_line(nccl_warn)) {
             nccl += 1;
         }
         if is_kernel_line(line, any_kernel_tag) {
@@ -264,6 +267,17 @@ pub fn detect_kind(head: &[u8]) -> InputKind {
     } else {
         InputKind::Log
     }
+}
+
+/// The lines of `text`, split at each newline (a CR before it is kept).
+fn split_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut start = 0;
+    let ends = memchr::memchr_iter(b'\n', text.as_bytes()).chain(std::iter::once(text.len()));
+    ends.map(move |end| {
+        let line = text.get(start..end).unwrap_or_default();
+        start = end + 1;
+        line
+    })
 }
 
 /// Whether the first line is the header of `nvidia-smi --query-gpu=...
@@ -314,6 +328,10 @@ fn is_kernel_line(line: &str, any_kernel_tag: bool) -> bool {
 
 /// `Sun Nov 29 21:00:10 2026`: weekday, month, day, time, year.
 fn is_ctime(stamp: &str) -> bool {
+    // Its five parts and the spaces between them: 23 bytes at least.
+    if stamp.len() < 23 {
+        return false;
+    }
     let mut parts = stamp.split_whitespace();
     let (Some(weekday), Some(month), Some(day), Some(time), Some(year), None) = (
         parts.next(),
@@ -346,13 +364,25 @@ fn looks_binary(head: &[u8]) -> bool {
     // backspace, escape for colours) and NUL (counted apart): each a
     // count that runs on vectors.
     let nul = bytecount::count(head, 0);
-    let below_space = head.iter().filter(|&&b| b < 0x20).count();
+    let below_space = count_below_space(head);
     let text_controls: usize = [b'\t', b'\n', b'\r', 0x0c, 0x08, 0x1b]
         .iter()
         .map(|&c| bytecount::count(head, c))
         .sum();
     let control = below_space.saturating_sub(text_controls + nul);
     nul * 100 > head.len() || control * 10 > head.len()
+}
+
+/// How many bytes of `bytes` are below 0x20: counted in runs short enough
+/// for a byte-wide tally, which runs on vectors.
+fn count_below_space(bytes: &[u8]) -> usize {
+    bytes
+        .chunks(255)
+        .map(|run| {
+            let tally = run.iter().fold(0u8, |n, &b| n + u8::from(b < 0x20));
+            usize::from(tally)
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -401,6 +431,23 @@ mod tests {
         let mut nuls = b"x".repeat(4900);
         nuls.extend_from_slice(&[0; 100]);
         assert_eq!(detect_kind(&nuls), InputKind::Binary);
+    }
+
+    #[test]
+    fn control_bytes_are_counted_past_a_tallys_run() {
+        let bytes: Vec<u8> = (0..2000u32).map(|i| (i % 64) as u8).collect();
+        let naive = bytes.iter().filter(|&&b| b < 0x20).count();
+        assert_eq!(count_below_space(&bytes), naive);
+        assert_eq!(count_below_space(&[0x1f; 1000]), 1000);
+        assert_eq!(count_below_space(b""), 0);
+    }
+
+    #[test]
+    fn ctime_stamps_with_a_padded_day() {
+        assert!(is_ctime("Sun Nov  9 21:00:10 2026"));
+        assert!(is_ctime("Sun Nov 9 21:00:10 2026"));
+        assert!(!is_ctime("Sun Nov 9 21:00:10 26"));
+        assert!(!is_ctime("rank0"));
     }
 
     #[test]
