@@ -68,26 +68,36 @@ const SHORT_PASTE_LINES: usize = 40;
 /// wrapped), which a rest is read without.
 pub(crate) fn wrap_width(bytes: &[u8], outer: usize) -> Option<usize> {
     let mut cleaned = Vec::new();
-    let raws: Vec<&[u8]> = bytes
-        .split(|&b| b == b'\n')
-        .take(WRAP_SAMPLE_LINES)
-        .collect();
-    let widths: Vec<usize> = raws
-        .iter()
-        .map(|raw| text_width(clean_line(raw, &mut cleaned)))
-        .collect();
-    let width = widths
-        .iter()
-        .copied()
-        .max()
-        .filter(|&w| w >= MIN_WRAP_WIDTH)?;
+    let raws: Vec<&[u8]> = lines_of(bytes).take(WRAP_SAMPLE_LINES).collect();
+    if raws.iter().all(|raw| raw.len() < MIN_WRAP_WIDTH) {
+        return None;
+    }
+    // Cleaning never lengthens a line, so its bytes bound its width: only
+    // the longest lines are cleaned, down to the widest width found.
+    let mut longest: Vec<usize> = (0..raws.len()).collect();
+    longest.sort_unstable_by_key(|&i| std::cmp::Reverse(raws[i].len()));
+    let mut width = 0;
+    let mut widest = Vec::new();
+    for i in longest {
+        if raws[i].len() < width {
+            break;
+        }
+        let w = text_width(clean_line(raws[i], &mut cleaned));
+        width = width.max(w);
+        widest.push((i, w));
+    }
+    if width < MIN_WRAP_WIDTH {
+        return None;
+    }
+    widest.retain(|&(i, w)| w == width && i + 1 < raws.len());
+    widest.sort_unstable();
     let mut text = |i: usize| {
         let line = lossy(clean_line(raws[i], &mut cleaned));
         dedent(&line, outer).to_owned()
     };
-    let full: Vec<(String, String)> = (0..raws.len().saturating_sub(1))
-        .filter(|&i| widths[i] == width)
-        .map(|i| (text(i), text(i + 1)))
+    let full: Vec<(String, String)> = widest
+        .iter()
+        .map(|&(i, _)| (text(i), text(i + 1)))
         .collect();
     // One cut line is a wrap only at a terminal's usual width, in a short
     // paste, cut inside a word.
@@ -108,6 +118,18 @@ pub(crate) fn wrap_width(bytes: &[u8], outer: usize) -> Option<usize> {
         full.iter().map(|(line, _)| without_digits(line)).collect();
     let in_text = full.iter().any(|(line, rest)| cut_in_text(line, rest));
     (templates.len() >= 2 && in_text && cut >= 2 && cut * 3 >= full.len() * 2).then_some(width)
+}
+
+/// The lines of `bytes`, split at each newline: the last one is what
+/// follows the last newline, empty when `bytes` end with one.
+fn lines_of(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut start = 0;
+    let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
+    ends.map(move |end| {
+        let line = &bytes[start..end];
+        start = end + 1;
+        line
+    })
 }
 
 /// The characters of a cleaned line as [`lossy`] decodes it: its length
