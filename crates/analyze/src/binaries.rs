@@ -2,7 +2,7 @@
 //! directory often holds the program that crashed next to its core, so
 //! their folders are searched for the binaries a host core names.
 
-use coroner_ingest::{Input, InputSource};
+use coroner_ingest::{parallel_map, Input, InputSource};
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -24,10 +24,13 @@ pub(crate) fn is_elf_binary(input: &Input) -> bool {
 }
 
 /// The folders holding ELF binaries among `inputs`, without duplicates, in
-/// input order.
+/// input order. The inputs' heads are read in parallel: a directory may
+/// hold thousands.
 pub(crate) fn binary_dirs(inputs: &[Input]) -> Vec<PathBuf> {
+    let binary = parallel_map(inputs, |_, input| is_elf_binary(input));
     let mut dirs: Vec<PathBuf> = Vec::new();
-    for input in inputs.iter().filter(|i| is_elf_binary(i)) {
+    let binaries = inputs.iter().zip(binary).filter(|(_, b)| *b);
+    for (input, _) in binaries {
         if let InputSource::File(path) = &input.source {
             if let Some(dir) = path.parent() {
                 if !dirs.iter().any(|d| d == dir) {

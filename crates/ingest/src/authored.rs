@@ -157,7 +157,8 @@ fn read_ends(path: &Path) -> io::Result<Ends> {
     let mut file = File::open(path)?;
     let mut head = Vec::with_capacity(LOOK_LEN);
     (&mut file).take(LOOK_LEN as u64).read_to_end(&mut head)?;
-    let mut tail = Vec::new();
+    // Room for the whole tail up front: read at once, not in growing steps.
+    let mut tail = Vec::with_capacity(LOOK_LEN);
     let look = LOOK_LEN as u64;
     if size > look {
         file.seek(SeekFrom::Start(size.saturating_sub(look).max(look)))?;
