@@ -240,9 +240,13 @@ fn splittable<'a>(
     let InputSource::File(path) = &input.source else {
         return None;
     };
+    // The size is looked up only where parts are to be had: not for each
+    // of a directory of many files.
+    if parts <= 1 || opened.compression.is_some() {
+        return None;
+    }
     let size = std::fs::metadata(path).ok()?.len();
-    (parts > 1 && opened.compression.is_none() && size >= split::SPLIT_MIN_BYTES)
-        .then_some((path.as_path(), size))
+    (size >= split::SPLIT_MIN_BYTES).then_some((path.as_path(), size))
 }
 
 /// What a walked directory had passed over, as an entry of the inputs.
