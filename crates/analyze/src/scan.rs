@@ -718,9 +718,10 @@ impl TextScan<'_> {
         // (`print("CUDA out of memory, skipping batch")`) is not evidence.
         let source_line = feed == Feed::All && self.tracebacks.fed_source_line();
         // An exception the interpreter reported and went on from (in a
-        // finalizer, a callback, at shutdown) did not end the program: as a
-        // plain Python error it is no finding. A specific failure it names
-        // (a CUDA error raised in `__del__`) still is one.
+        // finalizer, a callback, at shutdown) did not end the program: the
+        // general reading of its exception line (a plain Python error) is
+        // dropped. A specific failure it names (a CUDA error raised in
+        // `__del__`) still is one.
         let ignored_exception = feed == Feed::All && self.tracebacks.fed_ignored_exception();
         // The child's traceback is over once a traceback completes after
         // its header: the lines after it are the parent's again.
@@ -819,9 +820,9 @@ impl TextScan<'_> {
             let rules = self.rules.rules();
             matches.retain(|m| {
                 let on_this_line = m.lines.first().is_none_or(|l| l.number == number);
-                let plain = rules
-                    .get(m.rule)
-                    .is_some_and(|r| r.category == Category::PythonError);
+                let plain = rules.get(m.rule).is_some_and(|r| {
+                    r.category == Category::PythonError && (r.fallback || r.generic)
+                });
                 !(on_this_line && plain)
             });
         }

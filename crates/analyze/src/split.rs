@@ -167,6 +167,9 @@ const RECORD_LINES: usize = 256;
 /// Offsets cutting the file into `parts` runs of whole lines: 0, the start
 /// of the first line after each `size * k / parts` that is not indented
 /// (within [`RECORD_LINES`]), and `size`.
+/// Bytes read before a cut's target to see the start of its line.
+const IGNORED_LOOK_BACK: u64 = 512;
+
 fn line_bounds(path: &Path, size: u64, parts: usize) -> io::Result<Vec<u64>> {
     let mut reader = BufReader::new(File::open(path)?);
     let mut bounds = vec![0];
@@ -175,6 +178,14 @@ fn line_bounds(path: &Path, size: u64, parts: usize) -> io::Result<Vec<u64>> {
         let target = size * k / parts as u64;
         if target <= *bounds.last().unwrap_or(&0) {
             continue;
+        }
+        // The start of the line the target falls in, for the check below.
+        let back = target.min(IGNORED_LOOK_BACK);
+        reader.seek(SeekFrom::Start(target - back))?;
+        let mut line_start = Vec::new();
+        reader.by_ref().take(back).read_to_end(&mut line_start)?;
+        if let Some(at) = memchr::memrchr(b'\n', &line_start) {
+            line_start.drain(..=at);
         }
         reader.seek(SeekFrom::Start(target))?;
         skipped.clear();
@@ -194,6 +205,23 @@ fn line_bounds(path: &Path, size: u64, parts: usize) -> io::Result<Vec<u64>> {
             if !whole || !matches!(reader.fill_buf()?.first(), Some(b' ' | b'\t')) {
                 break;
             }
+            skipped.clear();
+            let n = reader
+                .by_ref()
+                .take(2 << 20)
+                .read_until(b'\n', &mut skipped)?;
+            cut += n as u64;
+            whole = skipped.last() == Some(&b'\n');
+        }
+        // Python's `Exception ignored in: ...` marks the traceback whose
+        // header comes next: the two stay in one part.
+        line_start.extend_from_slice(&skipped);
+        let last_line = if cut == target + n as u64 {
+            &line_start
+        } else {
+            &skipped
+        };
+        if whole && memchr::memmem::find(last_line, b"Exception ignored ").is_some() {
             skipped.clear();
             let n = reader
                 .by_ref()
@@ -382,5 +410,31 @@ mod tests {
             assert_eq!(split_summary.last_text_line, 3000, "{parts} parts");
         }
         let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn an_ignored_exceptions_announcement_stays_with_its_header() {
+        // The middle of the file falls in the announcement's line, past its
+        // first words: the cut goes after the header that follows it, not
+        // between the two.
+        let head = "step 120 | loss 2.41\n".repeat(40);
+        let record = "Exception ignored in: <function Prefetcher.__del__ at 0x7f3da34bd620>\nTraceback (most recent call last):\n  File \"ign.py\", line 10, in __del__\n";
+        let announced = head.len();
+        let header = announced + record.find("Traceback").unwrap_or_default();
+        let mut text = format!("{head}{record}");
+        while text.len() / 2 < announced + 30 {
+            text.push_str("step 121 | loss 2.40\n");
+        }
+        assert!(text.len() / 2 < header, "the middle is in the announcement");
+        let (path, _) = file_input(&text, "ignored-cut");
+        let bounds = line_bounds(&path, text.len() as u64, 2).unwrap_or_default();
+        let header_end = (header + "Traceback (most recent call last):\n".len()) as u64;
+        assert!(
+            bounds
+                .iter()
+                .all(|&b| b <= announced as u64 || b >= header_end),
+            "{bounds:?}"
+        );
+        let _ = std::fs::remove_file(path);
     }
 }

@@ -112,13 +112,18 @@ fn group<'a>(
 /// The first thing to do about a CUDA error of `category`, in one short
 /// imperative sentence: the report's next step. The general advice (look
 /// the code up, rerun synchronously) and the code's own fixes follow it.
-fn first_step(category: Category) -> Option<&'static str> {
+/// A warning's codes (a status, or a call made while the process exits)
+/// have no step of their own.
+fn first_step(category: Category, severity: Severity) -> Option<&'static str> {
+    if severity < Severity::Error {
+        return None;
+    }
     Some(match category {
         Category::NoKernelImage => "Install a build of the framework, or rebuild the extension, with code for this GPU's architecture.",
         Category::DriverTooOld => "Upgrade the NVIDIA driver, or install a framework build for a CUDA release the installed driver supports.",
         Category::CudaUnavailable => "Run `nvidia-smi` where the job ran; if it fails, fix the driver or the container's access to the GPU first.",
         Category::CudaDriverOom => "Free GPU memory: stop other processes on the GPU (`nvidia-smi`), or lower the batch size.",
-        Category::LaunchFailure => "Restart the process (its CUDA context is lost), and rerun with `CUDA_LAUNCH_BLOCKING=1` to find the kernel that failed.",
+        Category::LaunchFailure => "Rerun with `CUDA_LAUNCH_BLOCKING=1` to find the call that failed, and check its launch configuration and arguments.",
         Category::IllegalMemoryAccess => "Rerun with `CUDA_LAUNCH_BLOCKING=1`, or under `compute-sanitizer`, to find the kernel that touched memory out of bounds.",
         Category::DeviceSideAssert => "Rerun with `CUDA_LAUNCH_BLOCKING=1` to find the op whose assertion failed, and check the indices and labels it was given.",
         Category::EccError => "Drain the node and check the GPU's ECC counters (`nvidia-smi -q -d ECC,ROW_REMAPPER`) before it runs jobs again.",
@@ -126,6 +131,8 @@ fn first_step(category: Category) -> Option<&'static str> {
         Category::LibraryMismatch => "Reinstall so that the framework, its CUDA libraries and the driver belong to one CUDA release.",
         Category::InvalidDevice => "Ask for a GPU that exists: compare the device index and `CUDA_VISIBLE_DEVICES` with `nvidia-smi -L`.",
         Category::GpuContention => "Stop the other process that holds the GPU (`nvidia-smi`), or set the GPU's compute mode back to Default.",
+        Category::FileNotFound => "Check that the file the CUDA call loads (a module, fatbin or PTX) exists at the path it was given.",
+        Category::NcclConfig => "Disable GPU peer-to-peer (`NCCL_P2P_DISABLE=1`) to go on, or enable peer access on the platform (ACS, IOMMU, a VM's settings).",
         Category::PermissionDenied => "Give the job access to the GPU's device files (`/dev/nvidia*`): run the container with `--gpus`, or fix the device permissions.",
         _ => return None,
     })
@@ -282,7 +289,7 @@ fn cuda_rule(
         // cudaMallocHost(...) in file gpu_data.cpp:181. code: 2, reason:
         // out of memory`); some copies capitalise `Code` and `Reason`.
         format!(
-            r"(?i:\bcode): ?\d+, (?i:reason): (?P<what>{})",
+            r"(?:\bError: \S+:\d+, |\bin file \S+:\d+\. )(?i:code): ?\d+, (?i:reason): (?P<what>{})",
             alternation(&messages)
         ),
         // PyTorch's warning when counting devices fails: `Unexpected error
@@ -315,7 +322,7 @@ fn cuda_rule(
     ];
     literals.extend(distinctive.iter().map(|m| (*m).to_owned()));
     let canonical = codes[0];
-    let mut remediation: Vec<String> = first_step(category)
+    let mut remediation: Vec<String> = first_step(category, severity)
         .map(str::to_owned)
         .into_iter()
         .collect();

@@ -54,7 +54,9 @@ const CONTEXT: &str = "During handling of the above exception, another exception
 /// 3.13 `Exception ignored while ...`): one raised in a finalizer, a
 /// callback or at shutdown, which did not end the program.
 const IGNORED: &str = "Exception ignored ";
-/// Lines from that announcement to the traceback's header at most.
+/// Lines from that announcement to the traceback's header at most, when
+/// the lines name their rank; without one (every process's output mixed)
+/// the header must follow the announcement at once.
 const IGNORED_HEADER_WITHIN: u64 = 2;
 
 /// Reads the tracebacks of one input.
@@ -73,8 +75,8 @@ pub struct TracebackReader {
     /// Whether the line fed last was an exception of a traceback the
     /// interpreter ignored.
     ignored_exception: bool,
-    /// The rank and line of the last `Exception ignored` announcement.
-    announced_ignored: Option<(Option<u32>, u64)>,
+    /// The line of each rank's last `Exception ignored` announcement.
+    announced_ignored: HashMap<Option<u32>, u64>,
 }
 
 /// A complete traceback and the rank whose output it was.
@@ -132,7 +134,10 @@ impl TracebackReader {
         let line = text.trim_end();
         let bare = line.trim_start();
         if bare.starts_with(IGNORED) {
-            self.announced_ignored = Some((rank, number));
+            if self.announced_ignored.len() >= MAX_OPEN {
+                self.announced_ignored.clear();
+            }
+            self.announced_ignored.insert(rank, number);
         }
         // `^C` before the header: the terminal's echo of the Ctrl-C that
         // raised the KeyboardInterrupt this traceback ends with.
@@ -158,9 +163,15 @@ impl TracebackReader {
                         self.close(rank, out);
                     }
                     if may_start {
-                        let ignored = self.announced_ignored.is_some_and(|(r, at)| {
-                            r == rank && number > at && number - at <= IGNORED_HEADER_WITHIN
-                        });
+                        let within = if rank.is_some() {
+                            IGNORED_HEADER_WITHIN
+                        } else {
+                            1
+                        };
+                        let ignored = self
+                            .announced_ignored
+                            .remove(&rank)
+                            .is_some_and(|at| number > at && number - at <= within);
                         let mut open = Open::new(interrupted, number);
                         open.ignored = ignored;
                         self.start(rank, open, out);
@@ -455,6 +466,33 @@ mod tests {
         reader.finish(&mut out);
         assert_eq!(ignored, vec![4]);
         assert_eq!(out.len(), 2);
+    }
+
+    #[test]
+    fn each_rank_keeps_its_own_announcement() {
+        let text = "[rank0]: Exception ignored in: <function Holder.__del__ at 0x7f3d>\n\
+                    [rank1]: Exception ignored in: <function Holder.__del__ at 0x7f3e>\n\
+                    [rank0]: Traceback (most recent call last):\n\
+                    [rank0]:   File \"train.py\", line 9, in __del__\n\
+                    [rank0]: TypeError: 'NoneType' object is not iterable\n\
+                    Exception ignored in: <function Holder.__del__ at 0x7f3f>\n\
+                    step 120\n\
+                    Traceback (most recent call last):\n\
+                    \x20 File \"train.py\", line 30, in <module>\n\
+                    ValueError: bad batch\n";
+        let mut reader = TracebackReader::new();
+        let mut out = Vec::new();
+        let mut ignored = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let p = strip_rank_prefix(line);
+            reader.feed(p.rest, p.rank, i as u64 + 1, true, &mut out);
+            if reader.fed_ignored_exception() {
+                ignored.push(i + 1);
+            }
+        }
+        // Rank 0's traceback is marked though rank 1 announced after it;
+        // without ranks, a header two lines on is another process's.
+        assert_eq!(ignored, vec![5]);
     }
 
     #[test]
