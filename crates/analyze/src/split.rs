@@ -9,6 +9,7 @@
 use crate::findings::FindingTable;
 use crate::scan::{scan_part, MetricSampling, OnFinding, Part};
 use coroner_ingest::Input;
+use coroner_logs::IGNORED_EXCEPTION;
 use coroner_metrics::MetricCollector;
 use coroner_model::{InputKind, InputSummary};
 use coroner_rules::RuleSet;
@@ -167,6 +168,14 @@ const RECORD_LINES: usize = 256;
 /// Offsets cutting the file into `parts` runs of whole lines: 0, the start
 /// of the first line after each `size * k / parts` that is not indented
 /// (within [`RECORD_LINES`]), and `size`.
+/// Reads the next line into `line` (bounded by the line length cap): its
+/// length in bytes, and whether it ended with a newline.
+fn next_line(reader: &mut BufReader<File>, line: &mut Vec<u8>) -> io::Result<(u64, bool)> {
+    line.clear();
+    let n = reader.by_ref().take(2 << 20).read_until(b'\n', line)?;
+    Ok((n as u64, line.last() == Some(&b'\n')))
+}
+
 /// Bytes read before a cut's target to see the start of its line.
 const IGNORED_LOOK_BACK: u64 = 512;
 
@@ -188,15 +197,12 @@ fn line_bounds(path: &Path, size: u64, parts: usize) -> io::Result<Vec<u64>> {
             line_start.drain(..=at);
         }
         reader.seek(SeekFrom::Start(target))?;
-        skipped.clear();
         // The rest of the line the target falls in (bounded by the line
         // length cap; a longer line just moves the cut further).
-        let n = reader
-            .by_ref()
-            .take(2 << 20)
-            .read_until(b'\n', &mut skipped)?;
-        let mut cut = target + n as u64;
-        let mut whole = skipped.last() == Some(&b'\n');
+        let (n, mut whole) = next_line(&mut reader, &mut skipped)?;
+        line_start.extend_from_slice(&skipped);
+        let mut cut = target + n;
+        let mut more_lines = false;
         // An indented line continues the record above it (a torchrun
         // summary's `exitcode :` line after its `rank :` line, the frames of
         // a stack), which rules read together: the cut moves to the next
@@ -205,30 +211,19 @@ fn line_bounds(path: &Path, size: u64, parts: usize) -> io::Result<Vec<u64>> {
             if !whole || !matches!(reader.fill_buf()?.first(), Some(b' ' | b'\t')) {
                 break;
             }
-            skipped.clear();
-            let n = reader
-                .by_ref()
-                .take(2 << 20)
-                .read_until(b'\n', &mut skipped)?;
-            cut += n as u64;
-            whole = skipped.last() == Some(&b'\n');
+            let (n, ended) = next_line(&mut reader, &mut skipped)?;
+            cut += n;
+            whole = ended;
+            more_lines = true;
         }
         // Python's `Exception ignored in: ...` marks the traceback whose
         // header comes next: the two stay in one part.
-        line_start.extend_from_slice(&skipped);
-        let last_line = if cut == target + n as u64 {
-            &line_start
-        } else {
-            &skipped
-        };
-        if whole && memchr::memmem::find(last_line, b"Exception ignored ").is_some() {
-            skipped.clear();
-            let n = reader
-                .by_ref()
-                .take(2 << 20)
-                .read_until(b'\n', &mut skipped)?;
-            cut += n as u64;
-            whole = skipped.last() == Some(&b'\n');
+        let last_line = if more_lines { &skipped } else { &line_start };
+        let announced = memchr::memmem::find(last_line, IGNORED_EXCEPTION.as_bytes()).is_some();
+        if whole && announced {
+            let (n, ended) = next_line(&mut reader, &mut skipped)?;
+            cut += n;
+            whole = ended;
         }
         if cut < size && whole {
             bounds.push(cut);

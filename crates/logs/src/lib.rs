@@ -42,4 +42,6 @@ pub use spawned::spawned_process;
 pub use stack_dump::{DumpTool, StackDump, StackDumpReader, StackThread, Trigger};
 pub use template::suspicious_template;
 pub use timestamp::{line_time, LineTime};
-pub use traceback::{RankedTraceback, TracebackReader, MAX_OPEN as MAX_OPEN_TRACEBACKS};
+pub use traceback::{
+    RankedTraceback, TracebackReader, IGNORED as IGNORED_EXCEPTION, MAX_OPEN as MAX_OPEN_TRACEBACKS,
+};

@@ -53,7 +53,7 @@ const CONTEXT: &str = "During handling of the above exception, another exception
 /// on from (`Exception ignored in: <function X.__del__ ...>`, and since
 /// 3.13 `Exception ignored while ...`): one raised in a finalizer, a
 /// callback or at shutdown, which did not end the program.
-const IGNORED: &str = "Exception ignored ";
+pub const IGNORED: &str = "Exception ignored ";
 /// Lines from that announcement to the traceback's header at most, when
 /// the lines name their rank; without one (every process's output mixed)
 /// the header must follow the announcement at once.
@@ -441,6 +441,22 @@ mod tests {
         assert_eq!(source, vec![3]);
     }
 
+    /// The numbers of the lines that were exceptions of an ignored
+    /// traceback.
+    fn ignored_lines(text: &str) -> Vec<usize> {
+        let mut reader = TracebackReader::new();
+        let mut out = Vec::new();
+        let mut ignored = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let p = strip_rank_prefix(line);
+            reader.feed(p.rest, p.rank, i as u64 + 1, true, &mut out);
+            if reader.fed_ignored_exception() {
+                ignored.push(i + 1);
+            }
+        }
+        ignored
+    }
+
     #[test]
     fn only_the_exceptions_of_an_ignored_traceback_are_ignored() {
         // Python 3.5's wording from a pasted log, then a rank's own
@@ -453,19 +469,8 @@ mod tests {
                     [rank1]: Traceback (most recent call last):\n\
                     [rank1]:   File \"train.py\", line 9, in <module>\n\
                     [rank1]: ValueError: bad batch\n";
-        let mut reader = TracebackReader::new();
-        let mut out = Vec::new();
-        let mut ignored = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let p = strip_rank_prefix(line);
-            reader.feed(p.rest, p.rank, i as u64 + 1, true, &mut out);
-            if reader.fed_ignored_exception() {
-                ignored.push(i + 1);
-            }
-        }
-        reader.finish(&mut out);
-        assert_eq!(ignored, vec![4]);
-        assert_eq!(out.len(), 2);
+        assert_eq!(ignored_lines(text), vec![4]);
+        assert_eq!(read(text).len(), 2);
     }
 
     #[test]
@@ -480,19 +485,9 @@ mod tests {
                     Traceback (most recent call last):\n\
                     \x20 File \"train.py\", line 30, in <module>\n\
                     ValueError: bad batch\n";
-        let mut reader = TracebackReader::new();
-        let mut out = Vec::new();
-        let mut ignored = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let p = strip_rank_prefix(line);
-            reader.feed(p.rest, p.rank, i as u64 + 1, true, &mut out);
-            if reader.fed_ignored_exception() {
-                ignored.push(i + 1);
-            }
-        }
         // Rank 0's traceback is marked though rank 1 announced after it;
         // without ranks, a header two lines on is another process's.
-        assert_eq!(ignored, vec![5]);
+        assert_eq!(ignored_lines(text), vec![5]);
     }
 
     #[test]
