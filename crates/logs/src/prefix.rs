@@ -85,7 +85,7 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
 }
 
 /// `s` without Markdown quote markers in front (`> `, `> > `; not `>>> `).
-fn strip_quote_marker(s: &str) -> &str {
+pub(crate) fn strip_quote_marker(s: &str) -> &str {
     let mut rest = s;
     while let Some(after) = rest.strip_prefix('>') {
         match after.strip_prefix(' ') {

@@ -49,7 +49,11 @@ pub fn continues_wrapped_message(text: &str) -> bool {
 /// [`continues_wrapped_message`], except that a rest of any length may
 /// start with any word (`at some other API call`): only a time, a level,
 /// an NCCL header, a traceback's own line, a new exception or a table's
-/// row (`|`, `+`) start a record of their own.
+/// row (`|`, `+`) start a record of their own, and so does a launcher's
+/// or a collector's prefix (`worker-1: `, `[rank0]: `, `(RayWorker
+/// pid=7) `): a terminal puts none in front of the rest of a line it
+/// wrapped. A Markdown quote marker may be there (a paste quoted after it
+/// was wrapped).
 pub fn rest_of_cut_line(text: &str) -> bool {
     let text = text.strip_prefix(' ').unwrap_or(text);
     !text.is_empty()
@@ -60,6 +64,14 @@ pub fn rest_of_cut_line(text: &str) -> bool {
         && traceback_marker(text).is_err()
         && level(text).is_err()
         && exception_start(text).is_err()
+        && !launcher_prefixed(text)
+}
+
+/// Whether `text` starts with a launcher's or a collector's prefix (one
+/// [`strip_rank_prefix`] removes), a quote marker aside.
+fn launcher_prefixed(text: &str) -> bool {
+    let unquoted = crate::prefix::strip_quote_marker(text);
+    crate::prefix::strip_rank_prefix(unquoted).rest.len() < unquoted.len()
 }
 
 fn starts_record(t: &str) -> bool {
@@ -192,6 +204,7 @@ mod tests {
             "at some other API call, so the stacktrace below might be incorrect.",
             " 7.35G (7889485824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
             "0,0], thread: [124,0,0] Assertion `t >= 0` failed.",
+            "> ported.",
             &"x".repeat(MAX_CONTINUATION + 1),
         ] {
             assert!(rest_of_cut_line(rest), "{rest}");
@@ -205,6 +218,10 @@ mod tests {
             "node1:2038:2110 [1] NCCL INFO Channel 00/02",
             "WARNING: something",
             "|   0  NVIDIA H200     On  |   00000000:19:00.0 Off |                    0 |",
+            "worker-1: ModuleNotFoundError: No module named 'model'",
+            "[rank3]: main()",
+            "(RayTrainWorker pid=4242, ip=10.0.0.7) Loading checkpoint shards",
+            "trainer-1  | step 3",
         ] {
             assert!(!rest_of_cut_line(line), "{line:?}");
         }
