@@ -49,6 +49,16 @@ struct Entry {
 /// its first line.
 type Order = (usize, u64);
 
+/// What [`FindingTable::ranked_captures`] gives of one finding.
+pub(crate) struct RankedCaptures<'a> {
+    /// Position of the finding's input among the incident's.
+    pub(crate) input: usize,
+    pub(crate) rank: u32,
+    pub(crate) values: Vec<&'a str>,
+    pub(crate) first: &'a Location,
+    pub(crate) evidence: Option<&'a Evidence>,
+}
+
 /// Findings under construction: one input's, or (merged) an incident's.
 #[derive(Debug, Default)]
 pub(crate) struct FindingTable {
@@ -206,6 +216,34 @@ impl FindingTable {
                 .find(|t| t.exceptions.iter().any(|e| e.line == line))
                 .cloned();
         }
+    }
+
+    /// Each finding with a rank whose first match captured every one of
+    /// `names`: the captured values in their order, with where the finding
+    /// is.
+    pub(crate) fn ranked_captures<'a>(
+        &'a self,
+        names: &'a [&str],
+    ) -> impl Iterator<Item = RankedCaptures<'a>> + 'a {
+        self.entries.iter().filter_map(move |e| {
+            let rank = e.rank?;
+            let values = names
+                .iter()
+                .map(|name| {
+                    e.captures
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, v)| v.as_str())
+                })
+                .collect::<Option<Vec<&str>>>()?;
+            Some(RankedCaptures {
+                input: e.order.0,
+                rank,
+                values,
+                first: &e.first,
+                evidence: e.evidence.first(),
+            })
+        })
     }
 
     /// Keeps the flight-recorder dump of `rank` read from input `display`.

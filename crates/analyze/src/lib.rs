@@ -29,6 +29,7 @@ mod stacks;
 mod tail;
 #[cfg(test)]
 mod test_support;
+mod timed_out;
 mod torch_dumps;
 mod trends;
 mod unread;
@@ -171,6 +172,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     inputs.extend(discovery.directories.iter().map(directory_summary));
     versions::scan_versions(&mut table, rules, &discovery.inputs);
     stacks::scan_stacks(&mut table, rules);
+    timed_out::scan_timed_out(&mut table, rules);
     torch_dumps::scan_flight_records(&mut table, rules);
     let unread = std::mem::take(&mut table.unread);
     let mut findings = table.into_findings(rules);

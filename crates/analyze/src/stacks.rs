@@ -291,14 +291,39 @@ fn plural(place: &str) -> String {
 }
 
 fn scan_sentence(table: &mut FindingTable, rules: &RuleSet, wait: &Wait, sentence: &str) {
+    let at = Location {
+        input: wait.display.clone(),
+        line: wait.evidence.line,
+        byte_offset: 0,
+        time: None,
+    };
+    scan_written(
+        table,
+        rules,
+        (wait.input, at, wait.rank),
+        &wait.evidence,
+        sentence,
+    );
+}
+
+/// Scans `sentence`, which coroner wrote of where ranks wait, with the
+/// rules of kind `stack-dumps`, and adds what they find to `table`, placed
+/// `at` (the input's position, the place, the rank) with `evidence`.
+pub(crate) fn scan_written(
+    table: &mut FindingTable,
+    rules: &RuleSet,
+    (input, at, rank): (usize, Location, Option<u32>),
+    evidence: &Evidence,
+    sentence: &str,
+) {
     let source = Input {
-        display: wait.display.clone(),
+        display: at.input.clone(),
         source: InputSource::Stdin,
-        rank: wait.rank,
+        rank,
         explicit: true,
     };
-    let mut own = FindingTable::for_input(wait.input);
-    let mut summary = InputSummary::new(wait.display.clone(), InputKind::StackDumps);
+    let mut own = FindingTable::for_input(input);
+    let mut summary = InputSummary::new(at.input.clone(), InputKind::StackDumps);
     scan_text(
         &source,
         InputKind::StackDumps,
@@ -307,13 +332,7 @@ fn scan_sentence(table: &mut FindingTable, rules: &RuleSet, wait: &Wait, sentenc
         &mut own,
         &mut summary,
     );
-    let at = Location {
-        input: wait.display.clone(),
-        line: wait.evidence.line,
-        byte_offset: 0,
-        time: None,
-    };
-    own.place_at(&at, std::slice::from_ref(&wait.evidence));
+    own.place_at(&at, std::slice::from_ref(evidence));
     table.merge(own);
 }
 

@@ -125,8 +125,9 @@ pub enum InputKind {
     /// Not an input of its own: the thread stack dumps found in text
     /// inputs (faulthandler, `py-spy dump`, a `KeyboardInterrupt`,
     /// ProcessGroupNCCL's stack of the failed collective), one sentence each
-    /// saying where the main thread waits, and the desync report's
-    /// snapshot of where each rank was. Rules limited to this kind read
+    /// saying where the main thread waits, the desync report's snapshot
+    /// of where each rank was, and the collectives the ranks' watchdogs
+    /// timed out, where they differ. Rules limited to this kind read
     /// them.
     StackDumps,
     /// A PyTorch flight-recorder dump (pickle or JSON): the last
