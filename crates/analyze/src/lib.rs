@@ -34,6 +34,7 @@ mod torch_dumps;
 mod trends;
 mod unread;
 mod versions;
+mod written;
 
 use coroner_ingest::{
     discover, open, parallel_map, Follow, Input, InputSource, Opened, Prefetch, Selection,

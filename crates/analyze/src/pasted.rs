@@ -3,7 +3,8 @@
 
 use coroner_ingest::{clean_line, lossy, quote_markers};
 use coroner_logs::{
-    continues_message, continues_wrapped_message, rest_of_cut_line, strip_rank_prefix,
+    both_prefixed, continues_message, continues_wrapped_message, rest_of_cut_line,
+    strip_rank_prefix,
 };
 use coroner_rules::{is_hard_wrapped, Line};
 
@@ -95,9 +96,13 @@ pub(crate) fn wrap_width(bytes: &[u8], outer: usize) -> Option<usize> {
         let line = lossy(clean_line(raws[i], &mut cleaned));
         dedent(&line, outer).to_owned()
     };
+    // A line whose next line carries the same kind of launcher prefix is
+    // followed by a line of its own, whatever its width: such pairs say
+    // nothing about a wrap.
     let full: Vec<(String, String)> = widest
         .iter()
         .map(|&(i, _)| (text(i), text(i + 1)))
+        .filter(|(line, rest)| !both_prefixed(line, rest))
         .collect();
     // One cut line is a wrap only at a terminal's usual width, in a short
     // paste, cut inside a word.
@@ -176,17 +181,25 @@ pub(crate) fn unwrapped_end(
     let line_end = |at: usize| memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
     let mut cleaned = Vec::new();
     let mut end = line_end(start);
-    let mut full = text_width(clean_line(&bytes[start..end], &mut cleaned)) == width;
+    let first = clean_line(&bytes[start..end], &mut cleaned);
+    let mut full = text_width(first) == width;
+    // The line cut, kept only when it was cut.
+    let mut line = if full {
+        lossy(first).into_owned()
+    } else {
+        String::new()
+    };
     let mut lines = 1;
     while full && end < bytes.len() && lines < MAX_WRAPPED_LINES {
         let next_end = line_end(end + 1);
-        let next = lossy(clean_line(&bytes[end + 1..next_end], &mut cleaned));
-        if !rest_of_cut_line(dedent(&next, outer)) {
+        let next = lossy(clean_line(&bytes[end + 1..next_end], &mut cleaned)).into_owned();
+        if !rest_of_cut_line(dedent(&next, outer)) || both_prefixed(&line, &next) {
             break;
         }
         full = text_width(next.as_bytes()) == width;
         end = next_end;
         lines += 1;
+        line = next;
     }
     (end, lines)
 }

@@ -18,10 +18,9 @@
 //! no sentence (the fatal error's own line says what happened).
 
 use crate::findings::FindingTable;
-use crate::scan::scan_text;
-use coroner_ingest::{Input, InputSource};
+use crate::written::{rank_list, scan_written, Grounding};
 use coroner_logs::{DumpTool, StackDump, StackThread, Trigger};
-use coroner_model::{Context, Evidence, InputKind, InputSummary, Location, PyFrame};
+use coroner_model::{Context, Evidence, Location, PyFrame};
 use coroner_rules::RuleSet;
 
 /// Files of the standard library and of frameworks that py-spy names by
@@ -92,11 +91,7 @@ fn apart(input: usize, display: &str, snapshot: &coroner_logs::DesyncSnapshot) -
         .collect();
     let first = started.first()?;
     let other = started.iter().find(|g| g.op != first.op)?;
-    let names = |g: &coroner_logs::DesyncGroup| {
-        let list: Vec<String> = g.ranks.iter().map(u32::to_string).collect();
-        let word = if g.ranks.len() == 1 { "rank" } else { "ranks" };
-        format!("{word} {}", list.join(", "))
-    };
+    let names = |g: &coroner_logs::DesyncGroup| rank_list(&g.ranks);
     let verb = |g: &coroner_logs::DesyncGroup| if g.ranks.len() == 1 { "is" } else { "are" };
     Some(Wait {
         input,
@@ -291,49 +286,18 @@ fn plural(place: &str) -> String {
 }
 
 fn scan_sentence(table: &mut FindingTable, rules: &RuleSet, wait: &Wait, sentence: &str) {
-    let at = Location {
-        input: wait.display.clone(),
-        line: wait.evidence.line,
-        byte_offset: 0,
-        time: None,
+    let grounding = Grounding {
+        input: wait.input,
+        at: Location {
+            input: wait.display.clone(),
+            line: wait.evidence.line,
+            byte_offset: 0,
+            time: None,
+        },
+        rank: wait.rank,
+        evidence: wait.evidence.clone(),
     };
-    scan_written(
-        table,
-        rules,
-        (wait.input, at, wait.rank),
-        &wait.evidence,
-        sentence,
-    );
-}
-
-/// Scans `sentence`, which coroner wrote of where ranks wait, with the
-/// rules of kind `stack-dumps`, and adds what they find to `table`, placed
-/// `at` (the input's position, the place, the rank) with `evidence`.
-pub(crate) fn scan_written(
-    table: &mut FindingTable,
-    rules: &RuleSet,
-    (input, at, rank): (usize, Location, Option<u32>),
-    evidence: &Evidence,
-    sentence: &str,
-) {
-    let source = Input {
-        display: at.input.clone(),
-        source: InputSource::Stdin,
-        rank,
-        explicit: true,
-    };
-    let mut own = FindingTable::for_input(input);
-    let mut summary = InputSummary::new(at.input.clone(), InputKind::StackDumps);
-    scan_text(
-        &source,
-        InputKind::StackDumps,
-        format!("{sentence}\n").as_bytes(),
-        rules,
-        &mut own,
-        &mut summary,
-    );
-    own.place_at(&at, std::slice::from_ref(evidence));
-    table.merge(own);
+    scan_written(table, rules, &grounding, sentence);
 }
 
 /// Where a frame line names its line and function: from `line 23 in

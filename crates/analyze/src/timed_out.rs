@@ -14,17 +14,22 @@
 //!
 //! Point-to-point operations and all-to-all are left out: their counts
 //! differ between ranks by design, and newer releases number them apart
-//! from the collectives.
+//! from the collectives. The line does not name the process group, whose
+//! collectives the number counts: ranks are compared only when their
+//! timeouts have the same length, and only ranks whose line names the
+//! same rank as its launcher's prefix (`[rank3]:... [Rank 3]`; a
+//! subgroup's line names the rank within the group). So the rule that
+//! reads the sentence presumes the mismatch rather than recording it.
 
 use crate::findings::FindingTable;
-use crate::stacks::scan_written;
-use coroner_model::Evidence;
+use crate::written::{rank_list, scan_written, Grounding};
+use coroner_logs::strip_rank_prefix;
 use coroner_rules::RuleSet;
 use std::collections::BTreeMap;
 
 /// The captures a finding needs to take part: the sequence number, the
-/// operation and the element count of the collective.
-const CAPTURES: [&str; 3] = ["seq", "op", "numel_in"];
+/// operation, the element count and the timeout of the collective.
+const CAPTURES: [&str; 4] = ["seq", "op", "numel_in", "timeout_ms"];
 
 /// Operations every rank of a process group issues with the same element
 /// count.
@@ -38,76 +43,104 @@ const SAME_COUNT: [&str; 7] = [
     "_REDUCE_SCATTER_BASE",
 ];
 
-/// One rank's first timed-out collective.
+/// One rank's first timed-out collective, and where its line is.
 struct Stuck<'a> {
     rank: u32,
+    seq: u64,
     op: &'a str,
-    count: &'a str,
-    input: usize,
-    at: coroner_model::Location,
-    evidence: Evidence,
+    count: u64,
+    timeout: &'a str,
+    found: crate::findings::RankedCaptures<'a>,
 }
 
 /// Compares the collectives the ranks' watchdogs timed out and adds what
 /// the rules find in the sentence about ranks in different ones to `table`.
 pub(crate) fn scan_timed_out(table: &mut FindingTable, rules: &RuleSet) {
-    let mut by_seq: BTreeMap<u64, BTreeMap<u32, Stuck<'_>>> = BTreeMap::new();
-    // Several rules may capture one rank's timeout: its first line counts.
-    for found in table.ranked_captures(&CAPTURES) {
-        let (Ok(seq), op, count) = (
-            found.values[0].parse::<u64>(),
-            found.values[1],
-            found.values[2],
-        ) else {
-            continue;
-        };
-        if !SAME_COUNT.contains(&op) || count.parse::<u64>().is_err() {
-            continue;
-        }
-        let Some(evidence) = found.evidence.cloned() else {
-            continue;
-        };
-        let stuck = Stuck {
-            rank: found.rank,
-            op,
-            count,
-            input: found.input,
-            at: found.first.clone(),
-            evidence,
-        };
-        let ranks = by_seq.entry(seq).or_default();
-        let earlier = ranks
-            .get(&found.rank)
-            .is_some_and(|s| (s.input, s.at.line) <= (stuck.input, stuck.at.line));
-        if !earlier {
-            ranks.insert(found.rank, stuck);
-        }
-    }
-    let Some((seq, groups)) = by_seq
-        .iter()
-        .map(|(seq, ranks)| (*seq, groups(ranks)))
-        .find(|(_, groups)| groups.len() >= 2)
-    else {
+    let Some((sentence, grounding)) = mismatch(table) else {
         return;
     };
-    let (first, second) = (&groups[0], &groups[1]);
+    scan_written(table, rules, &grounding, &sentence);
+}
+
+/// The sentence about the first sequence number at which ranks are stuck
+/// in different collectives, and what it rests on: the first line of a
+/// rank of the second group (which side went wrong, the timeouts do not
+/// say).
+fn mismatch(table: &FindingTable) -> Option<(String, Grounding)> {
+    // Of a rank, the first line it timed out on.
+    let mut first: BTreeMap<u32, Stuck<'_>> = BTreeMap::new();
+    for found in table.ranked_captures(&CAPTURES) {
+        let Some(stuck) = Stuck::of(found) else {
+            continue;
+        };
+        let place = |s: &Stuck| (s.found.input, s.found.first.line);
+        if first
+            .get(&stuck.rank)
+            .is_none_or(|s| place(&stuck) < place(s))
+        {
+            first.insert(stuck.rank, stuck);
+        }
+    }
+    let mut by_seq: BTreeMap<(u64, &str), Vec<&Stuck>> = BTreeMap::new();
+    for stuck in first.values() {
+        by_seq
+            .entry((stuck.seq, stuck.timeout))
+            .or_default()
+            .push(stuck);
+    }
+    let ((seq, _), groups) = by_seq
+        .iter()
+        .map(|(key, ranks)| (key, groups(ranks)))
+        .find(|(_, groups)| groups.len() >= 2)?;
     let sentence = format!(
         "timed-out collectives: {} while {}",
-        describe(first, seq),
-        describe(second, seq)
+        describe(&groups[0], *seq),
+        describe(&groups[1], *seq)
     );
-    // The finding rests on the first line of a rank of the second group:
-    // which side went wrong, the timeouts do not say.
-    let shown = &second[0];
-    let (evidence, at, input) = (shown.evidence.clone(), shown.at.clone(), shown.input);
-    scan_written(table, rules, (input, at, None), &evidence, &sentence);
+    let shown = &groups[1][0].found;
+    let evidence = shown.evidence?.clone();
+    let grounding = Grounding {
+        input: shown.input,
+        at: shown.first.clone(),
+        rank: None,
+        evidence,
+    };
+    Some((sentence, grounding))
+}
+
+impl<'a> Stuck<'a> {
+    fn of(found: crate::findings::RankedCaptures<'a>) -> Option<Stuck<'a>> {
+        let [seq, op, count, timeout] = found.values[..] else {
+            return None;
+        };
+        let seq = seq.parse().ok()?;
+        // `u64::MAX` is what a coalesced operation prints: no count.
+        let count = count.parse().ok().filter(|&n| n != u64::MAX)?;
+        if !SAME_COUNT.contains(&op) {
+            return None;
+        }
+        // A subgroup's line names the rank within the group, unlike the
+        // launcher's prefix in front of it.
+        let launcher = found.evidence.and_then(|e| strip_rank_prefix(&e.text).rank);
+        if launcher.is_some_and(|r| r != found.rank) {
+            return None;
+        }
+        Some(Stuck {
+            rank: found.rank,
+            seq,
+            op,
+            count,
+            timeout,
+            found,
+        })
+    }
 }
 
 /// The ranks stuck at one sequence number, grouped by operation and count:
 /// the largest group first (of equal ones, the one with the lowest rank).
-fn groups<'m, 'a>(ranks: &'m BTreeMap<u32, Stuck<'a>>) -> Vec<Vec<&'m Stuck<'a>>> {
+fn groups<'m, 'a>(ranks: &[&'m Stuck<'a>]) -> Vec<Vec<&'m Stuck<'a>>> {
     let mut groups: Vec<Vec<&Stuck>> = Vec::new();
-    for stuck in ranks.values() {
+    for &stuck in ranks {
         match groups
             .iter_mut()
             .find(|g| g[0].op == stuck.op && g[0].count == stuck.count)
@@ -122,17 +155,14 @@ fn groups<'m, 'a>(ranks: &'m BTreeMap<u32, Stuck<'a>>) -> Vec<Vec<&'m Stuck<'a>>
 
 /// `ranks 0, 1 are in ALLREDUCE #12 with 1024 elements`.
 fn describe(group: &[&Stuck], seq: u64) -> String {
-    let ranks: Vec<String> = group.iter().map(|s| s.rank.to_string()).collect();
-    let (word, verb) = if ranks.len() == 1 {
-        ("rank", "is")
-    } else {
-        ("ranks", "are")
-    };
+    let ranks: Vec<u32> = group.iter().map(|s| s.rank).collect();
+    let verb = if ranks.len() == 1 { "is" } else { "are" };
+    let count = group[0].count;
+    let noun = if count == 1 { "element" } else { "elements" };
     format!(
-        "{word} {} {verb} in {} #{seq} with {} elements",
-        ranks.join(", "),
-        group[0].op,
-        group[0].count
+        "{} {verb} in {} #{seq} with {count} {noun}",
+        rank_list(&ranks),
+        group[0].op
     )
 }
 
@@ -175,8 +205,14 @@ mod tests {
     }
 
     fn timeout(rank: u32, seq: u64, op: &str, numel: u64) -> String {
+        line(rank, rank, seq, op, numel, 3_000_000)
+    }
+
+    /// A watchdog's line of global rank `rank`, rank `in_group` of its
+    /// process group.
+    fn line(rank: u32, in_group: u32, seq: u64, op: &str, numel: u64, ms: u64) -> String {
         format!(
-            "[rank{rank}]:[E918 19:29:24.436955737 ProcessGroupNCCL.cpp:689] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={numel}, NumelOut={numel}, Timeout(ms)=3000000) ran for 3000097 milliseconds before timing out.\n"
+            "[rank{rank}]:[E918 19:29:24.436955737 ProcessGroupNCCL.cpp:689] [Rank {in_group}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={numel}, NumelOut={numel}, Timeout(ms)={ms}) ran for {ms} milliseconds before timing out.\n"
         )
     }
 
@@ -213,6 +249,13 @@ mod tests {
             timeout(0, 12, "ALLTOALL_BASE", 1024) + &timeout(1, 12, "ALLTOALL_BASE", 64),
             timeout(0, 12, "SEND", 1024) + &timeout(1, 12, "ALLREDUCE", 64),
             timeout(0, 12, "ALLREDUCE", 1024) + &timeout(0, 12, "ALLREDUCE", 64),
+            // Another process group's ranks, numbered within it.
+            line(0, 0, 840, "_REDUCE_SCATTER_BASE", 80_000_000, 600_000)
+                + &line(3, 1, 840, "_REDUCE_SCATTER_BASE", 76_000_000, 600_000),
+            // Timeouts of other lengths: other groups, or other runs.
+            line(0, 0, 12, "BROADCAST", 64, 600_000) + &line(1, 1, 12, "BROADCAST", 80, 1_800_000),
+            // A coalesced operation's count is no count.
+            timeout(0, 12, "ALLREDUCE", u64::MAX) + &timeout(1, 12, "ALLREDUCE", 64),
         ] {
             assert!(findings(&log).iter().all(|f| f.rule != RULE), "{log}");
         }

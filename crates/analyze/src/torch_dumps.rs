@@ -18,6 +18,7 @@
 
 use crate::findings::FindingTable;
 use crate::scan::scan_text;
+use crate::written::rank_list;
 use coroner_dumps::flight::{self, FlightRecord, Verdict};
 use coroner_dumps::snapshot::{self, human_size};
 use coroner_ingest::{Input, InputSource, Opened};
@@ -155,12 +156,6 @@ fn describe_record(rank: u32, record: &FlightRecord) -> String {
     )
 }
 
-fn ranks(list: &[u32]) -> String {
-    let names: Vec<String> = list.iter().map(u32::to_string).collect();
-    let word = if list.len() == 1 { "rank" } else { "ranks" };
-    format!("{word} {}", names.join(", "))
-}
-
 /// Matches the incident's flight-recorder dumps across ranks and scans
 /// what they say together, each verdict placed in the dump it rests on.
 pub(crate) fn scan_flight_records(table: &mut FindingTable, rules: &RuleSet) {
@@ -228,8 +223,8 @@ fn sentence(verdict: &Verdict) -> (String, u32) {
             (
                 format!(
                     "flight recorder: {} never issued collective {seq} ({op}) of process group {group} that {} {} in; last collective {last}{called}",
-                    ranks(&who),
-                    ranks(waiting),
+                    rank_list(&who),
+                    rank_list(waiting),
                     if waiting.len() == 1 { "waits" } else { "wait" }
                 ),
                 at.0,
@@ -266,7 +261,7 @@ fn sentence(verdict: &Verdict) -> (String, u32) {
             let missing = if no_dump.is_empty() {
                 String::new()
             } else {
-                format!("; no dumps from {}", ranks(no_dump))
+                format!("; no dumps from {}", rank_list(no_dump))
             };
             (
                 format!(

@@ -49,11 +49,7 @@ pub fn continues_wrapped_message(text: &str) -> bool {
 /// [`continues_wrapped_message`], except that a rest of any length may
 /// start with any word (`at some other API call`): only a time, a level,
 /// an NCCL header, a traceback's own line, a new exception or a table's
-/// row (`|`, `+`) start a record of their own, and so does a launcher's
-/// or a collector's prefix (`worker-1: `, `[rank0]: `, `(RayWorker
-/// pid=7) `): a terminal puts none in front of the rest of a line it
-/// wrapped. A Markdown quote marker may be there (a paste quoted after it
-/// was wrapped).
+/// row (`|`, `+`) start a record of their own.
 pub fn rest_of_cut_line(text: &str) -> bool {
     let text = text.strip_prefix(' ').unwrap_or(text);
     !text.is_empty()
@@ -64,14 +60,21 @@ pub fn rest_of_cut_line(text: &str) -> bool {
         && traceback_marker(text).is_err()
         && level(text).is_err()
         && exception_start(text).is_err()
-        && !launcher_prefixed(text)
 }
 
-/// Whether `text` starts with a launcher's or a collector's prefix (one
-/// [`strip_rank_prefix`] removes), a quote marker aside.
-fn launcher_prefixed(text: &str) -> bool {
-    let unquoted = crate::prefix::strip_quote_marker(text);
-    crate::prefix::strip_rank_prefix(unquoted).rest.len() < unquoted.len()
+/// Whether `line`, then `next`, are two lines a launcher or a collector
+/// prefixed (`worker-1: `, `[rank0]: `, `(RayWorker pid=7) `, the prefixes
+/// [`strip_rank_prefix`](crate::strip_rank_prefix) removes): `next` is then
+/// a line of its own, not the rest of `line` cut at a terminal's width,
+/// since a terminal puts no prefix in front of the rest of a line it
+/// wrapped. Markdown quote markers (a paste quoted after it was wrapped)
+/// are not prefixes.
+pub fn both_prefixed(line: &str, next: &str) -> bool {
+    let prefixed = |text: &str| {
+        let unquoted = crate::prefix::strip_quote_marker(text.trim_start_matches(' '));
+        crate::prefix::strip_rank_prefix(unquoted).rest.len() < unquoted.len()
+    };
+    prefixed(line) && prefixed(next)
 }
 
 fn starts_record(t: &str) -> bool {
@@ -205,6 +208,7 @@ mod tests {
             " 7.35G (7889485824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
             "0,0], thread: [124,0,0] Assertion `t >= 0` failed.",
             "> ported.",
+            "worker-1: ModuleNotFoundError: No module named 'model'",
             &"x".repeat(MAX_CONTINUATION + 1),
         ] {
             assert!(rest_of_cut_line(rest), "{rest}");
@@ -218,12 +222,40 @@ mod tests {
             "node1:2038:2110 [1] NCCL INFO Channel 00/02",
             "WARNING: something",
             "|   0  NVIDIA H200     On  |   00000000:19:00.0 Off |                    0 |",
-            "worker-1: ModuleNotFoundError: No module named 'model'",
-            "[rank3]: main()",
-            "(RayTrainWorker pid=4242, ip=10.0.0.7) Loading checkpoint shards",
-            "trainer-1  | step 3",
         ] {
             assert!(!rest_of_cut_line(line), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn two_prefixed_lines_are_two_lines() {
+        for (line, next) in [
+            (
+                "worker-1:     from model.modeling_chatglm import X",
+                "worker-1: ModuleNotFoundError: No module named 'model'",
+            ),
+            (
+                "[rank3]:   File \"train.py\", line 8, in <module>",
+                "[rank3]: main()",
+            ),
+            (
+                "(RayTrainWorker pid=4242, ip=10.0.0.7) Loading",
+                "(RayTrainWorker pid=4242, ip=10.0.0.7) shards",
+            ),
+            ("trainer-1  | step 2", "trainer-1  | step 3"),
+        ] {
+            assert!(both_prefixed(line, next), "{next:?}");
+        }
+        for (line, next) in [
+            // A rest that only looks like a prefix, after an unprefixed line.
+            (
+                "NVIDIA-SMI has failed because it couldn't communicate with GPU",
+                "0: NVIDIA A100",
+            ),
+            ("the output of node", "gpu07: is down"),
+            ("> a quoted paste cut at the", "> width"),
+        ] {
+            assert!(!both_prefixed(line, next), "{next:?}");
         }
     }
 }
