@@ -183,8 +183,9 @@ pub(crate) fn unwrapped_end(
     let mut end = line_end(start);
     let first = clean_line(&bytes[start..end], &mut cleaned);
     let mut full = text_width(first) == width;
-    // The line cut, kept only when it was cut.
-    let mut line = if full {
+    // The record's first line, kept only when it was cut: after a prefixed
+    // one, a prefixed line starts a record of its own.
+    let line = if full {
         lossy(first).into_owned()
     } else {
         String::new()
@@ -199,7 +200,6 @@ pub(crate) fn unwrapped_end(
         full = text_width(next.as_bytes()) == width;
         end = next_end;
         lines += 1;
-        line = next;
     }
     (end, lines)
 }

@@ -11,6 +11,10 @@ use nom::{IResult, Parser};
 pub struct Prefixed<'a> {
     /// The rank a prefix named, if any. `[rankN]:` wins over `[defaultN]:`.
     pub rank: Option<u32>,
+    /// The number of a `[rankN]` tag (torchrun's `[rankN]:`, a program's
+    /// own `[rankN] `): the job's global rank, unlike a role's local
+    /// number or a task label.
+    pub global_rank: Option<u32>,
     /// The rest of the line.
     pub rest: &'a str,
 }
@@ -80,8 +84,13 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
         rank = rank.or(Some(number));
         rest = after;
     }
+    let global_rank = rank;
     let rank = rank.or(role_rank).or_else(|| c10d_rank(rest));
-    Prefixed { rank, rest }
+    Prefixed {
+        rank,
+        global_rank,
+        rest,
+    }
 }
 
 /// `s` without Markdown quote markers in front (`> `, `> > `; not `>>> `).
