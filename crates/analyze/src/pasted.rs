@@ -3,8 +3,8 @@
 
 use coroner_ingest::{clean_line, lossy, quote_markers};
 use coroner_logs::{
-    both_prefixed, continues_message, continues_wrapped_message, rest_of_cut_line,
-    strip_rank_prefix,
+    both_prefixed, continues_message, continues_wrapped_message, launcher_prefixed,
+    rest_of_cut_line, strip_rank_prefix,
 };
 use coroner_rules::{is_hard_wrapped, Line};
 
@@ -183,18 +183,14 @@ pub(crate) fn unwrapped_end(
     let mut end = line_end(start);
     let first = clean_line(&bytes[start..end], &mut cleaned);
     let mut full = text_width(first) == width;
-    // The record's first line, kept only when it was cut: after a prefixed
-    // one, a prefixed line starts a record of its own.
-    let line = if full {
-        lossy(first).into_owned()
-    } else {
-        String::new()
-    };
+    // After a prefixed first line, a prefixed line starts a record of its
+    // own.
+    let after_prefixed = full && launcher_prefixed(&lossy(first));
     let mut lines = 1;
     while full && end < bytes.len() && lines < MAX_WRAPPED_LINES {
         let next_end = line_end(end + 1);
-        let next = lossy(clean_line(&bytes[end + 1..next_end], &mut cleaned)).into_owned();
-        if !rest_of_cut_line(dedent(&next, outer)) || both_prefixed(&line, &next) {
+        let next = lossy(clean_line(&bytes[end + 1..next_end], &mut cleaned));
+        if !rest_of_cut_line(dedent(&next, outer)) || (after_prefixed && launcher_prefixed(&next)) {
             break;
         }
         full = text_width(next.as_bytes()) == width;

@@ -929,30 +929,9 @@ fn line_end(bytes: &[u8], at: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{builtin_rules, scanned};
     use coroner_ingest::{Input, InputSource};
-    use coroner_rules::RuleSources;
     use std::path::{Path, PathBuf};
-
-    /// The finding table and the summary of `text` scanned as one log.
-    fn scanned(text: &[u8], rules: &RuleSet) -> (FindingTable, InputSummary) {
-        let input = Input {
-            display: "log".to_owned(),
-            source: InputSource::Stdin,
-            rank: None,
-            explicit: true,
-        };
-        let mut table = FindingTable::for_input(0);
-        let mut summary = InputSummary::new("log", InputKind::Log);
-        scan_text(
-            &input,
-            InputKind::Log,
-            text,
-            rules,
-            &mut table,
-            &mut summary,
-        );
-        (table, summary)
-    }
 
     /// The findings of `text` scanned as one log.
     fn digest(text: &[u8], rules: &RuleSet) -> Vec<String> {
@@ -995,7 +974,7 @@ mod tests {
     /// line looked at or in lines skipped unread; a prompt is text.
     #[test]
     fn a_pastes_trailing_blank_lines_are_not_text() {
-        let rules = builtin();
+        let rules = builtin_rules();
         let error = "RuntimeError: CUDA error: an illegal memory access was encountered\n";
         let blank = "\n   \n> \n>\n&gt; \n\u{a0}\n\x1b[0m\n\x0c\n";
         for (log, last) in [
@@ -1028,7 +1007,7 @@ mod tests {
     /// them, with file names turned into links, or indented as a block.
     #[test]
     fn a_log_copied_from_a_web_page_reads_as_the_log() {
-        let rules = builtin();
+        let rules = builtin_rules();
         let log = "Traceback (most recent call last):\n  File \"/w/train.py\", line 9, in <module>\n    main()\nRuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, unhandled cuda error, NCCL version 2.14.3\nncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'out of memory'\n";
         let plain = digest(log.as_bytes(), &rules);
         assert!(!plain.is_empty());
@@ -1049,7 +1028,7 @@ mod tests {
     /// after the rule's literal, is read whole.
     #[test]
     fn lines_cut_at_a_wrap_width_are_read_whole() {
-        let rules = builtin();
+        let rules = builtin_rules();
         let assert_line = "/opt/pytorch/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1146: indexSelectLargeIndex: block: [420,0,0], thread: [124,0,0] Assertion `srcIndex < srcSelectDimSize` failed.";
         let duplicate = "qgpu2018:59522:59993 [0] init.cc:795 NCCL WARN Duplicate GPU detected : rank 6 and rank 4 both on CUDA device 1a000";
         // Cut at a space: the rest starts with it.
@@ -1113,14 +1092,6 @@ mod tests {
         }
     }
 
-    fn builtin() -> RuleSet {
-        RuleSet::load(&RuleSources {
-            builtin: true,
-            ..RuleSources::default()
-        })
-        .unwrap_or_else(|e| panic!("{e:?}"))
-    }
-
     /// A healthy training log: NCCL's start-up lines from a real run and
     /// metric lines in the shapes common trainers print.
     fn healthy_log(steps: u64) -> String {
@@ -1163,7 +1134,7 @@ mod tests {
     /// eight here), NCCL's version and device lines.
     #[test]
     fn a_healthy_training_log_is_looked_at_line_by_line_rarely() {
-        let rules = builtin();
+        let rules = builtin_rules();
         let log = healthy_log(20_000);
         let lines = log.lines().count() as u64;
         LOOKED_AT.with(|n| n.set(0));
@@ -1179,7 +1150,7 @@ mod tests {
     /// read by the rules for its own line, with the whole line as evidence.
     #[test]
     fn embedded_exception_lines_are_read() {
-        let rules = builtin();
+        let rules = builtin_rules();
         assert_digest_has(b"File \"train.py\", line 23, in <module> from transformers import X ModuleNotFoundError: No module named 'transformers'\n", &rules, "python-module-not-found ");
         assert_digest_has(
             b"{\n  \"message\": \"RendezvousTimeoutError: \",\n}\n",
@@ -1192,7 +1163,7 @@ mod tests {
     /// traceback ends; a line with its own prefix is its own rank's.
     #[test]
     fn a_spawned_childs_traceback_is_that_childs() {
-        let rules = builtin();
+        let rules = builtin_rules();
         let text = concat!(
             "Traceback (most recent call last):\n",
             "  File \"train.py\", line 40, in <module>\n",
@@ -1219,7 +1190,7 @@ mod tests {
     /// no rank.
     #[test]
     fn wrapped_lines_keep_their_rank() {
-        let rules = builtin();
+        let rules = builtin_rules();
         let text = "[rank6]:[E429 13:55:49.384372190 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank 6] ProcessGroupNCCL'\ns watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives. This typically indi\n";
         assert_digest_has(text.as_bytes(), &rules, "nccl-watchdog-hang Some(6) ");
         let text = "[rank3]: step 12 | loss 2.5\n/pytorch/aten/src/ATen/native/cuda/Loss.cu:245: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.\n";
@@ -1236,7 +1207,7 @@ mod tests {
     /// cleaned away before matching.
     #[test]
     fn the_block_search_misses_no_line_of_any_fixture() {
-        let rules = builtin();
+        let rules = builtin_rules();
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
         let mut logs = Vec::new();
         text_logs(&root, &mut logs);

@@ -1,6 +1,41 @@
-//! Findings built by hand for the unit tests of the correlation steps.
+//! Findings built by hand for the unit tests of the correlation steps,
+//! and text scanned with the built-in rules.
 
-use coroner_model::{Category, Finding, Location, Role, Severity};
+use crate::findings::FindingTable;
+use crate::scan::scan_text;
+use coroner_ingest::{Input, InputSource};
+use coroner_model::{Category, Finding, InputKind, InputSummary, Location, Role, Severity};
+use coroner_rules::{RuleSet, RuleSources};
+
+/// The built-in rules.
+pub(crate) fn builtin_rules() -> RuleSet {
+    RuleSet::load(&RuleSources {
+        builtin: true,
+        ..RuleSources::default()
+    })
+    .unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+/// The finding table and the summary of `text` scanned as one log.
+pub(crate) fn scanned(text: &[u8], rules: &RuleSet) -> (FindingTable, InputSummary) {
+    let input = Input {
+        display: "log".to_owned(),
+        source: InputSource::Stdin,
+        rank: None,
+        explicit: true,
+    };
+    let mut table = FindingTable::for_input(0);
+    let mut summary = InputSummary::new("log", InputKind::Log);
+    scan_text(
+        &input,
+        InputKind::Log,
+        text,
+        rules,
+        &mut table,
+        &mut summary,
+    );
+    (table, summary)
+}
 
 /// A finding of `rule` first seen at `line` of input `log`, with nothing
 /// else known.

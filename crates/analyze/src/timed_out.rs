@@ -170,36 +170,14 @@ fn describe(group: &[&Stuck], seq: u64) -> String {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
-    use crate::scan::scan_text;
-    use coroner_ingest::{Input, InputSource};
-    use coroner_model::{InputKind, InputSummary};
-    use coroner_rules::RuleSources;
+    use crate::test_support::{builtin_rules, scanned};
 
     const RULE: &str = "nccl-timeouts-different-collectives";
 
     /// The findings of `log` once the timeouts are compared.
     fn findings(log: &str) -> Vec<coroner_model::Finding> {
-        let rules = RuleSet::load(&RuleSources {
-            builtin: true,
-            ..RuleSources::default()
-        })
-        .unwrap();
-        let input = Input {
-            display: "x.log".to_owned(),
-            source: InputSource::Stdin,
-            rank: None,
-            explicit: true,
-        };
-        let mut table = FindingTable::for_input(0);
-        let mut summary = InputSummary::new("x.log".to_owned(), InputKind::Log);
-        scan_text(
-            &input,
-            InputKind::Log,
-            log.as_bytes(),
-            &rules,
-            &mut table,
-            &mut summary,
-        );
+        let rules = builtin_rules();
+        let (mut table, _) = scanned(log.as_bytes(), &rules);
         scan_timed_out(&mut table, &rules);
         table.into_findings(&rules)
     }

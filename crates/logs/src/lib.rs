@@ -37,7 +37,10 @@ pub use desync::{DesyncGroup, DesyncReader, DesyncSnapshot};
 pub use embedded::embedded_message;
 pub use host::{is_host_name, line_host, nccl_process, NcclProcess};
 pub use prefix::{strip_rank_prefix, Prefixed};
-pub use record::{both_prefixed, continues_message, continues_wrapped_message, rest_of_cut_line};
+pub use record::{
+    both_prefixed, continues_message, continues_wrapped_message, launcher_prefixed,
+    rest_of_cut_line,
+};
 pub use spawned::spawned_process;
 pub use stack_dump::{DumpTool, StackDump, StackDumpReader, StackThread, Trigger};
 pub use template::suspicious_template;

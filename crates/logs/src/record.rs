@@ -70,11 +70,14 @@ pub fn rest_of_cut_line(text: &str) -> bool {
 /// wrapped. Markdown quote markers (a paste quoted after it was wrapped)
 /// are not prefixes.
 pub fn both_prefixed(line: &str, next: &str) -> bool {
-    let prefixed = |text: &str| {
-        let unquoted = crate::prefix::strip_quote_marker(text.trim_start_matches(' '));
-        crate::prefix::strip_rank_prefix(unquoted).rest.len() < unquoted.len()
-    };
-    prefixed(line) && prefixed(next)
+    launcher_prefixed(line) && launcher_prefixed(next)
+}
+
+/// Whether `text` starts with a launcher's or a collector's prefix, a
+/// Markdown quote marker aside (see [`both_prefixed`]).
+pub fn launcher_prefixed(text: &str) -> bool {
+    let unquoted = crate::prefix::strip_quote_marker(text.trim_start_matches(' '));
+    crate::prefix::strip_rank_prefix(unquoted).rest.len() < unquoted.len()
 }
 
 fn starts_record(t: &str) -> bool {
