@@ -138,10 +138,8 @@ pub(crate) fn scan_versions(table: &mut FindingTable, rules: &RuleSet, inputs: &
     let mut facts: Vec<(String, &Build, Vec<Evidence>)> = Vec::new();
     if let Some(driver) = driver(table, rules) {
         for build in &builds {
-            let relation = match build.cuda.0.cmp(&driver.cuda.0) {
-                Ordering::Greater => "an older major version",
-                Ordering::Equal if build.cuda.1 > driver.cuda.1 => "the same major version",
-                _ => continue,
+            let Some(relation) = relation(build.cuda, driver.cuda) else {
+                continue;
             };
             let driver_name = driver
                 .version
@@ -174,6 +172,21 @@ pub(crate) fn scan_versions(table: &mut FindingTable, rules: &RuleSet, inputs: &
     }
     for (sentence, build, more) in facts {
         scan_fact(table, rules, inputs, &sentence, build, &more);
+    }
+}
+
+/// How a build's CUDA version stands to the newest one the driver
+/// supports, where the driver is too old for it; `None` where it is not.
+fn relation(build: Cuda, driver: Cuda) -> Option<&'static str> {
+    match build.0.cmp(&driver.0) {
+        Ordering::Greater => Some("an older major version"),
+        // Minor version compatibility began with CUDA 11: a 10.x build
+        // needs the driver of its own minor release.
+        Ordering::Equal if build.1 > driver.1 && build.0 >= 11 => Some("the same major version"),
+        Ordering::Equal if build.1 > driver.1 => {
+            Some("a release before minor version compatibility")
+        }
+        _ => None,
     }
 }
 
@@ -336,7 +349,27 @@ mod tests {
         assert_eq!(Cuda::supported_by("470.82.01"), Some(Cuda(11, 4)));
         assert_eq!(Cuda::supported_by("535.54.03"), Some(Cuda(12, 2)));
         assert_eq!(Cuda::supported_by("535.54.02"), Some(Cuda(12, 1)));
-        assert_eq!(Cuda::supported_by("390.12"), None);
+        assert_eq!(Cuda::supported_by("410.104"), Some(Cuda(10, 0)));
+        assert_eq!(Cuda::supported_by("390.12"), Some(Cuda(9, 0)));
+        assert_eq!(Cuda::supported_by("340.29"), None);
+    }
+
+    #[test]
+    fn only_releases_from_cuda_11_run_on_an_older_minor_driver() {
+        assert_eq!(
+            relation(Cuda(12, 8), Cuda(12, 2)),
+            Some("the same major version")
+        );
+        assert_eq!(
+            relation(Cuda(10, 1), Cuda(10, 0)),
+            Some("a release before minor version compatibility")
+        );
+        assert_eq!(
+            relation(Cuda(13, 0), Cuda(12, 9)),
+            Some("an older major version")
+        );
+        assert_eq!(relation(Cuda(10, 0), Cuda(10, 1)), None);
+        assert_eq!(relation(Cuda(11, 8), Cuda(12, 0)), None);
     }
 
     #[test]

@@ -71,8 +71,14 @@ pub fn generated_rules(k: &Knowledge, recognised: &dyn Fn(&str) -> bool) -> Vec<
                 .push(e);
         }
     }
+    let mut by_category: BTreeMap<Category, Vec<&Entry>> = BTreeMap::new();
     for ((category, severity, action), xids) in by_action {
         out.push(xid_rule(category, severity, action, &xids));
+        by_category.entry(category).or_default().extend(xids);
+    }
+    for (category, mut xids) in by_category {
+        xids.sort_by_key(|e| e.code);
+        out.push(device_plugin_rule(category, &xids));
     }
     out
 }
@@ -253,6 +259,14 @@ fn cuda_rule(
             r"CUDA initialization failure with error:? (?P<what>{})\b",
             numbers.join("|")
         ),
+        // The driver's initialisation result as programs print it: the
+        // CUDA samples' deviceQueryDrv and the tools copied from it
+        // (`cuInit(0) returned 100`), Ollama's GPU discovery (`cuInit err:
+        // 802`, `cuda driver library init failure: 999`).
+        format!(
+            r"(?:\bcuInit(?:\(0\))?(?: returned| err:)|cuda driver library init failure:) *(?P<what>{})\b",
+            numbers.join("|")
+        ),
         // The CUDA samples' check, copied into many programs: `Failed to
         // allocate device vector A (error code out of memory)!`.
         format!(r"\(error code (?P<what>{})\)", alternation(&messages)),
@@ -317,6 +331,9 @@ fn cuda_rule(
         "Runtime API error".to_owned(),
         ", reason: ".to_owned(),
         "CUDA initialization failure".to_owned(),
+        "cuInit(0) returned".to_owned(),
+        "cuInit err:".to_owned(),
+        "driver library init failure".to_owned(),
         "(error code ".to_owned(),
         " at line ".to_owned(),
     ];
@@ -450,6 +467,103 @@ fn xid_rule(
         &mut text,
         "input",
         "[    0.510817] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)",
+    );
+    GeneratedRule {
+        path: format!("rules/xid/{id}.toml"),
+        text,
+    }
+}
+
+/// The Kubernetes NVIDIA device plugin's report of a catalogued Xid
+/// (`health.go`), read for the code's own category instead of the plugin
+/// rule's generic one. The plugin takes the GPU out of service, so the
+/// report is critical whatever the Xid's own severity.
+fn device_plugin_rule(category: Category, xids: &[&Entry]) -> GeneratedRule {
+    let codes: Vec<String> = xids
+        .iter()
+        .filter_map(|e| e.code)
+        .map(|c| c.to_string())
+        .collect();
+    let id = format!(
+        "k8s-device-plugin-xid-{}",
+        category.as_str().trim_start_matches("xid-")
+    );
+    let mut text = header("knowledge/xid.toml");
+    field(&mut text, "id", &id);
+    field(
+        &mut text,
+        "title",
+        &format!(
+            "The Kubernetes NVIDIA device plugin marked a GPU unhealthy after an Xid: {}",
+            category.meaning()
+        ),
+    );
+    field(&mut text, "category", category.as_str());
+    field(&mut text, "severity", Severity::Critical.as_str());
+    field(
+        &mut text,
+        "message",
+        &format!(
+            "The NVIDIA device plugin saw Xid {{xid}}[[ on {{gpu}}]] and marked the GPU unhealthy: {}",
+            category.meaning()
+        ),
+    );
+    text.push_str("supersedes = [\"k8s-device-plugin-xid-critical\"]\n");
+    list(
+        &mut text,
+        "remediation",
+        &[
+            "Drain the node (`kubectl drain <node> --ignore-daemonsets`) and read its kernel log around that time (`dmesg -T | grep -i xid`).",
+            "Look the Xid up with `coroner explain xid <code>`: it says what the Xid means, its likely cause (application, driver or hardware) and the immediate action.",
+            "The plugin schedules no more pods on that GPU until it is healthy again: reset the GPU (`nvidia-smi -r -i <n>`) or reboot the node, and have the hardware checked if the Xid repeats.",
+        ],
+    );
+    list(
+        &mut text,
+        "references",
+        &[
+            "https://github.com/NVIDIA/k8s-device-plugin",
+            "https://docs.nvidia.com/deploy/xid-errors/index.html",
+        ],
+    );
+    text.push_str("\n[match]\n");
+    list(&mut text, "literals", &["XidCriticalError"]);
+    list(
+        &mut text,
+        "any",
+        &[format!(
+            r"XidCriticalError: Xid=(?P<xid>{})(?: on Device=(?P<gpu>[\w/-]+)|, All devices will go unhealthy)",
+            codes.join("|")
+        )],
+    );
+    let device = "GPU-3b6ec030-5adc-1847-e155-79f635584b4e";
+    for code in codes.iter().take(2) {
+        text.push_str("\n[[examples]]\nfires = true\n");
+        field(
+            &mut text,
+            "input",
+            &format!("I0809 13:32:51.873541       1 health.go:185] XidCriticalError: Xid={code} on Device={device}; marking device as unhealthy."),
+        );
+        let _ = writeln!(
+            text,
+            "captures = {{ xid = \"{code}\", gpu = \"{device}\" }}"
+        );
+    }
+    // Older releases, for an event that names no GPU.
+    text.push_str("\n[[examples]]\nfires = true\n");
+    field(
+        &mut text,
+        "input",
+        &format!(
+            "2019/03/02 10:11:12 XidCriticalError: Xid={}, All devices will go unhealthy.",
+            codes[0]
+        ),
+    );
+    text.push_str("\n[[examples]]\nfires = false\n");
+    field(
+        &mut text,
+        "input",
+        "I0809 13:32:51.873532       1 health.go:159] Processing event {Device:{Handle:0x7e590d4986e8} EventType:8 EventData:94 GpuInstanceId:4294967295 ComputeInstanceId:4294967295}",
     );
     GeneratedRule {
         path: format!("rules/xid/{id}.toml"),
