@@ -76,9 +76,18 @@ pub fn generated_rules(k: &Knowledge, recognised: &dyn Fn(&str) -> bool) -> Vec<
         out.push(xid_rule(category, severity, action, &xids));
         by_category.entry(category).or_default().extend(xids);
     }
+    // The plugin skips applications' Xids (13, 31, 43, ...) unless told
+    // otherwise; those stay with its generic rule.
+    let hardware = [
+        Category::EccError,
+        Category::XidHardware,
+        Category::NvlinkError,
+    ];
     for (category, mut xids) in by_category {
-        xids.sort_by_key(|e| e.code);
-        out.push(device_plugin_rule(category, &xids));
+        if hardware.contains(&category) {
+            xids.sort_by_key(|e| e.code);
+            out.push(device_plugin_rule(category, &xids));
+        }
     }
     out
 }
@@ -262,9 +271,10 @@ fn cuda_rule(
         // The driver's initialisation result as programs print it: the
         // CUDA samples' deviceQueryDrv and the tools copied from it
         // (`cuInit(0) returned 100`), Ollama's GPU discovery (`cuInit err:
-        // 802`, `cuda driver library init failure: 999`).
+        // 802`, `cuda driver library init failure: 999`, earlier `nvcuda
+        // init failure: 999`).
         format!(
-            r"(?:\bcuInit(?:\(0\))?(?: returned| err:)|cuda driver library init failure:) *(?P<what>{})\b",
+            r"(?:\bcuInit(?:\(0\))?(?: returned| err:)|\b(?:cuda driver library|nvcuda) init failure:) *(?P<what>{})\b",
             numbers.join("|")
         ),
         // The CUDA samples' check, copied into many programs: `Failed to
@@ -332,8 +342,9 @@ fn cuda_rule(
         ", reason: ".to_owned(),
         "CUDA initialization failure".to_owned(),
         "cuInit(0) returned".to_owned(),
+        "cuInit returned".to_owned(),
         "cuInit err:".to_owned(),
-        "driver library init failure".to_owned(),
+        "init failure:".to_owned(),
         "(error code ".to_owned(),
         " at line ".to_owned(),
     ];
@@ -515,7 +526,7 @@ fn device_plugin_rule(category: Category, xids: &[&Entry]) -> GeneratedRule {
         &[
             "Drain the node (`kubectl drain <node> --ignore-daemonsets`) and read its kernel log around that time (`dmesg -T | grep -i xid`).",
             "Look the Xid up with `coroner explain xid <code>`: it says what the Xid means, its likely cause (application, driver or hardware) and the immediate action.",
-            "The plugin schedules no more pods on that GPU until it is healthy again: reset the GPU (`nvidia-smi -r -i <n>`) or reboot the node, and have the hardware checked if the Xid repeats.",
+            "The plugin keeps the GPU marked unhealthy until the plugin itself restarts: after resetting the GPU (`nvidia-smi -r -i <n>`) or rebooting the node, restart the device plugin's pod, and have the hardware checked if the Xid repeats.",
         ],
     );
     list(
