@@ -76,18 +76,9 @@ pub fn generated_rules(k: &Knowledge, recognised: &dyn Fn(&str) -> bool) -> Vec<
         out.push(xid_rule(category, severity, action, &xids));
         by_category.entry(category).or_default().extend(xids);
     }
-    // The plugin skips applications' Xids (13, 31, 43, ...) unless told
-    // otherwise; those stay with its generic rule.
-    let hardware = [
-        Category::EccError,
-        Category::XidHardware,
-        Category::NvlinkError,
-    ];
     for (category, mut xids) in by_category {
-        if hardware.contains(&category) {
-            xids.sort_by_key(|e| e.code);
-            out.push(device_plugin_rule(category, &xids));
-        }
+        xids.sort_by_key(|e| e.code);
+        out.push(device_plugin_rule(category, &xids));
     }
     out
 }
@@ -520,13 +511,29 @@ fn device_plugin_rule(category: Category, xids: &[&Entry]) -> GeneratedRule {
         ),
     );
     text.push_str("supersedes = [\"k8s-device-plugin-xid-critical\"]\n");
+    // An application's fault (an illegal address, a failed launch) leaves
+    // the GPU usable; the plugin marks it unhealthy all the same.
+    let application = matches!(
+        category,
+        Category::IllegalMemoryAccess | Category::LaunchFailure
+    );
+    let first = if application {
+        "Find the process whose kernel faulted (the pid on the Xid's line: `dmesg -T | grep -i xid`) and fix or rerun it; the GPU itself is usually fine."
+    } else {
+        "Drain the node (`kubectl drain <node> --ignore-daemonsets`) and read its kernel log around that time (`dmesg -T | grep -i xid`)."
+    };
+    let last = if application {
+        "The plugin keeps the GPU marked unhealthy until the plugin itself restarts: restart the device plugin's pod once the faulting process is gone (reset the GPU with `nvidia-smi -r -i <n>` if it no longer works)."
+    } else {
+        "The plugin keeps the GPU marked unhealthy until the plugin itself restarts: after resetting the GPU (`nvidia-smi -r -i <n>`) or rebooting the node, restart the device plugin's pod, and have the hardware checked if the Xid repeats."
+    };
     list(
         &mut text,
         "remediation",
         &[
-            "Drain the node (`kubectl drain <node> --ignore-daemonsets`) and read its kernel log around that time (`dmesg -T | grep -i xid`).",
+            first,
             "Look the Xid up with `coroner explain xid <code>`: it says what the Xid means, its likely cause (application, driver or hardware) and the immediate action.",
-            "The plugin keeps the GPU marked unhealthy until the plugin itself restarts: after resetting the GPU (`nvidia-smi -r -i <n>`) or rebooting the node, restart the device plugin's pod, and have the hardware checked if the Xid repeats.",
+            last,
         ],
     );
     list(
