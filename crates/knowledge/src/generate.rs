@@ -568,15 +568,16 @@ fn device_plugin_rule(category: Category, xids: &[&Entry]) -> GeneratedRule {
         );
     }
     // Older releases, for an event that names no GPU.
-    text.push_str("\n[[examples]]\nfires = true\n");
-    field(
-        &mut text,
-        "input",
-        &format!(
-            "2019/03/02 10:11:12 XidCriticalError: Xid={}, All devices will go unhealthy.",
-            codes[0]
-        ),
-    );
+    if let Some(code) = codes.first() {
+        text.push_str("\n[[examples]]\nfires = true\n");
+        field(
+            &mut text,
+            "input",
+            &format!(
+                "2019/03/02 10:11:12 XidCriticalError: Xid={code}, All devices will go unhealthy."
+            ),
+        );
+    }
     text.push_str("\n[[examples]]\nfires = false\n");
     field(
         &mut text,
