@@ -20,7 +20,7 @@
 use crate::findings::FindingTable;
 use crate::written::{rank_list, scan_written, Grounding};
 use coroner_logs::{DumpTool, StackDump, StackThread, Trigger};
-use coroner_model::{Context, Evidence, Location, PyFrame};
+use coroner_model::{Context, Evidence, InputKind, Location, PyFrame};
 use coroner_rules::RuleSet;
 
 /// Files of the standard library and of frameworks that py-spy names by
@@ -286,18 +286,19 @@ fn plural(place: &str) -> String {
 }
 
 fn scan_sentence(table: &mut FindingTable, rules: &RuleSet, wait: &Wait, sentence: &str) {
+    let at = Location {
+        input: wait.display.clone(),
+        line: wait.evidence.line,
+        byte_offset: 0,
+        time: None,
+    };
     let grounding = Grounding {
         input: wait.input,
-        at: Location {
-            input: wait.display.clone(),
-            line: wait.evidence.line,
-            byte_offset: 0,
-            time: None,
-        },
+        display: wait.display.clone(),
         rank: wait.rank,
-        evidence: wait.evidence.clone(),
+        place: Some((at, vec![wait.evidence.clone()])),
     };
-    scan_written(table, rules, &grounding, sentence);
+    scan_written(table, rules, InputKind::StackDumps, &grounding, sentence);
 }
 
 /// Where a frame line names its line and function: from `line 23 in

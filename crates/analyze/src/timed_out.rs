@@ -24,6 +24,7 @@
 use crate::findings::FindingTable;
 use crate::written::{rank_list, scan_written, Grounding};
 use coroner_logs::strip_rank_prefix;
+use coroner_model::InputKind;
 use coroner_rules::RuleSet;
 use std::collections::BTreeMap;
 
@@ -59,7 +60,7 @@ pub(crate) fn scan_timed_out(table: &mut FindingTable, rules: &RuleSet) {
     let Some((sentence, grounding)) = mismatch(table) else {
         return;
     };
-    scan_written(table, rules, &grounding, &sentence);
+    scan_written(table, rules, InputKind::StackDumps, &grounding, &sentence);
 }
 
 /// The sentence about the first sequence number at which ranks are stuck
@@ -101,9 +102,9 @@ fn mismatch(table: &FindingTable) -> Option<(String, Grounding)> {
     let evidence = shown.evidence?.clone();
     let grounding = Grounding {
         input: shown.input,
-        at: shown.first.clone(),
+        display: shown.first.input.clone(),
         rank: None,
-        evidence,
+        place: Some((shown.first.clone(), vec![evidence])),
     };
     Some((sentence, grounding))
 }

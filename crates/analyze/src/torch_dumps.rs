@@ -18,7 +18,7 @@
 
 use crate::findings::FindingTable;
 use crate::scan::scan_text;
-use crate::written::rank_list;
+use crate::written::{rank_list, scan_written, Grounding};
 use coroner_dumps::flight::{self, FlightRecord, Verdict};
 use coroner_dumps::snapshot::{self, human_size};
 use coroner_ingest::{Input, InputSource, Opened};
@@ -173,23 +173,19 @@ pub(crate) fn scan_flight_records(table: &mut FindingTable, rules: &RuleSet) {
         let Some((input, display, rank, _)) = by_rank.iter().find(|r| r.2 == at_rank) else {
             continue;
         };
-        let source = Input {
+        let grounding = Grounding {
+            input: *input,
             display: display.clone(),
-            source: InputSource::Stdin,
             rank: culprit(&verdict).or(Some(*rank)),
-            explicit: true,
+            place: None,
         };
-        let mut own = FindingTable::for_input(*input);
-        let mut summary = InputSummary::new(display.clone(), InputKind::FlightRecorder);
-        scan_text(
-            &source,
-            InputKind::FlightRecorder,
-            format!("{sentence}\n").as_bytes(),
+        scan_written(
+            table,
             rules,
-            &mut own,
-            &mut summary,
+            InputKind::FlightRecorder,
+            &grounding,
+            &sentence,
         );
-        table.merge(own);
     }
 }
 

@@ -15,9 +15,9 @@
 //! up from the driver's version in `knowledge/cuda-drivers.toml`.
 
 use crate::findings::FindingTable;
-use crate::scan::scan_text;
-use coroner_ingest::{Input, InputSource};
-use coroner_model::{Evidence, Finding, InputKind, InputSummary};
+use crate::written::{scan_written, Grounding};
+use coroner_ingest::Input;
+use coroner_model::{Evidence, Finding, InputKind};
 use coroner_rules::RuleSet;
 use serde::Deserialize;
 use std::cmp::Ordering;
@@ -203,26 +203,21 @@ fn scan_fact(
     let Some(source) = inputs.get(build.input) else {
         return;
     };
-    let input = Input {
-        display: source.display.clone(),
-        source: InputSource::Stdin,
-        rank: build.finding.rank,
-        explicit: true,
-    };
-    let mut own = FindingTable::for_input(build.input);
-    let mut summary = InputSummary::new(input.display.clone(), InputKind::EnvironmentFacts);
-    scan_text(
-        &input,
-        InputKind::EnvironmentFacts,
-        format!("{sentence}\n").as_bytes(),
-        rules,
-        &mut own,
-        &mut summary,
-    );
     let mut evidence: Vec<Evidence> = build.finding.evidence.iter().take(1).cloned().collect();
     evidence.extend(more.iter().cloned());
-    own.place_at(&build.finding.first_seen, &evidence);
-    table.merge(own);
+    let grounding = Grounding {
+        input: build.input,
+        display: source.display.clone(),
+        rank: build.finding.rank,
+        place: Some((build.finding.first_seen.clone(), evidence)),
+    };
+    scan_written(
+        table,
+        rules,
+        InputKind::EnvironmentFacts,
+        &grounding,
+        sentence,
+    );
 }
 
 fn driver(table: &FindingTable, rules: &RuleSet) -> Option<Driver> {

@@ -1,6 +1,7 @@
 //! Sentences coroner writes of what it read (where ranks wait, which
-//! collectives they timed out in), scanned with the rules of kind
-//! `stack-dumps` and placed on the line they rest on.
+//! collectives they timed out in, how the builds stand to the driver,
+//! what the flight recorders show together), scanned with the rules of
+//! the sentence's kind and placed on the lines they rest on.
 
 use crate::findings::FindingTable;
 use crate::scan::scan_text;
@@ -9,40 +10,44 @@ use coroner_model::{Evidence, InputKind, InputSummary, Location};
 use coroner_rules::RuleSet;
 
 /// What a written sentence rests on: the input it was read from (its
-/// position among the incident's), the place in it, the rank it is
-/// about, and the line shown as evidence.
+/// position among the incident's and its name), the rank it is about,
+/// and where its findings go with the lines shown as evidence (`None`:
+/// on the sentence itself).
 pub(crate) struct Grounding {
     pub(crate) input: usize,
-    pub(crate) at: Location,
+    pub(crate) display: String,
     pub(crate) rank: Option<u32>,
-    pub(crate) evidence: Evidence,
+    pub(crate) place: Option<(Location, Vec<Evidence>)>,
 }
 
-/// Scans `sentence` and adds what the rules find in it to `table`, placed
-/// where `grounding` says.
+/// Scans `sentence` with the rules of `kind` and adds what they find to
+/// `table`, placed where `grounding` says.
 pub(crate) fn scan_written(
     table: &mut FindingTable,
     rules: &RuleSet,
+    kind: InputKind,
     grounding: &Grounding,
     sentence: &str,
 ) {
     let source = Input {
-        display: grounding.at.input.clone(),
+        display: grounding.display.clone(),
         source: InputSource::Stdin,
         rank: grounding.rank,
         explicit: true,
     };
     let mut own = FindingTable::for_input(grounding.input);
-    let mut summary = InputSummary::new(grounding.at.input.clone(), InputKind::StackDumps);
+    let mut summary = InputSummary::new(grounding.display.clone(), kind);
     scan_text(
         &source,
-        InputKind::StackDumps,
+        kind,
         format!("{sentence}\n").as_bytes(),
         rules,
         &mut own,
         &mut summary,
     );
-    own.place_at(&grounding.at, std::slice::from_ref(&grounding.evidence));
+    if let Some((at, evidence)) = &grounding.place {
+        own.place_at(at, evidence);
+    }
     table.merge(own);
 }
 
