@@ -141,3 +141,35 @@ fn an_nccl_for_another_cuda_major_than_pytorch_is_a_library_mismatch() {
         "{found:?}"
     );
 }
+
+/// Minor version compatibility needs the major version's oldest compatible
+/// driver: a 450.51 driver supports CUDA 11.0, whose own minimum it meets,
+/// but not an 11.1 build (450.80.02 and later do). The same real report
+/// with PyTorch's CUDA tag and the driver's version changed.
+#[test]
+fn a_newer_minor_on_a_driver_before_minor_compatibility_is_the_cause() {
+    let dir = std::env::temp_dir().join(format!("coroner-minor-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = std::fs::read_to_string("fixtures/env/driver-older-minor/collect_env.txt")
+        .unwrap()
+        .replace("2.11.0+cu128", "2.11.0+cu111")
+        .replace(
+            "CUDA used to build PyTorch: 12.8",
+            "CUDA used to build PyTorch: 11.1",
+        );
+    let run = |driver: &str| {
+        let text = report.replace("535.104.05", driver);
+        std::fs::write(dir.join("collect_env.txt"), text).unwrap();
+        analyze_json(&[dir.to_str().unwrap()]).0
+    };
+    let before = run("450.51.06");
+    let after = run("450.80.02");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(before["root_cause"]["rule"], "env-driver-too-old-for-build");
+    let summary = before["root_cause"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("450.51.06 supports CUDA only up to 11.0"),
+        "{summary}"
+    );
+    assert_eq!(rules_of(&after), ["env-driver-older-minor"]);
+}

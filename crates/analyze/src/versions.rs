@@ -30,6 +30,16 @@ const CUDA_DRIVERS: &str = include_str!("../knowledge/cuda-drivers.toml");
 #[serde(deny_unknown_fields)]
 struct CudaDrivers {
     cuda: Vec<CudaDriver>,
+    minor_compatibility: Vec<MinorCompatibility>,
+}
+
+/// The oldest driver on which builds of a CUDA major version's later
+/// minor releases run.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MinorCompatibility {
+    major: u32,
+    driver: String,
 }
 
 /// The oldest driver a CUDA release needs.
@@ -40,13 +50,29 @@ struct CudaDriver {
     driver: String,
 }
 
+fn knowledge() -> Option<&'static CudaDrivers> {
+    static PARSED: OnceLock<Option<CudaDrivers>> = OnceLock::new();
+    PARSED
+        .get_or_init(|| toml::from_str::<CudaDrivers>(CUDA_DRIVERS).ok())
+        .as_ref()
+}
+
 fn cuda_drivers() -> &'static [CudaDriver] {
-    static PARSED: OnceLock<Vec<CudaDriver>> = OnceLock::new();
-    PARSED.get_or_init(|| {
-        toml::from_str::<CudaDrivers>(CUDA_DRIVERS)
-            .map(|f| f.cuda)
-            .unwrap_or_default()
-    })
+    knowledge().map(|k| &k.cuda[..]).unwrap_or_default()
+}
+
+/// Whether `driver` is older than the driver minor version compatibility
+/// needs in CUDA major version `major`.
+fn below_minor_compatibility(major: u32, driver: &str) -> bool {
+    let Some(driver) = numbers(driver) else {
+        return false;
+    };
+    knowledge()
+        .into_iter()
+        .flat_map(|k| &k.minor_compatibility)
+        .filter(|m| m.major == major)
+        .filter_map(|m| numbers(&m.driver))
+        .any(|oldest| driver < oldest)
 }
 
 /// The table as (CUDA release, oldest driver), parsed once.
@@ -138,7 +164,8 @@ pub(crate) fn scan_versions(table: &mut FindingTable, rules: &RuleSet, inputs: &
     let mut facts: Vec<(String, &Build, Vec<Evidence>)> = Vec::new();
     if let Some(driver) = driver(table, rules) {
         for build in &builds {
-            let Some(relation) = relation(build.cuda, driver.cuda) else {
+            let Some(relation) = relation(build.cuda, driver.cuda, driver.version.as_deref())
+            else {
                 continue;
             };
             let driver_name = driver
@@ -176,10 +203,17 @@ pub(crate) fn scan_versions(table: &mut FindingTable, rules: &RuleSet, inputs: &
 }
 
 /// How a build's CUDA version stands to the newest one the driver
-/// supports, where the driver is too old for it; `None` where it is not.
-fn relation(build: Cuda, driver: Cuda) -> Option<&'static str> {
+/// (version `version`, where known) supports, where the driver is too old
+/// for it; `None` where it is not.
+fn relation(build: Cuda, driver: Cuda, version: Option<&str>) -> Option<&'static str> {
     match build.0.cmp(&driver.0) {
         Ordering::Greater => Some("an older major version"),
+        Ordering::Equal
+            if build.1 > driver.1
+                && version.is_some_and(|v| below_minor_compatibility(build.0, v)) =>
+        {
+            Some("a driver older than minor version compatibility needs")
+        }
         // Minor version compatibility began with CUDA 11: a 10.x build
         // needs the driver of its own minor release.
         Ordering::Equal if build.1 > driver.1 && build.0 >= 11 => Some("the same major version"),
@@ -326,6 +360,8 @@ mod tests {
     fn the_driver_table_parses_and_grows() {
         let table = cuda_drivers();
         assert!(table.len() > 20);
+        let minimums = knowledge().map(|k| k.minor_compatibility.len());
+        assert_eq!(minimums, Some(3));
         for pair in table.windows(2) {
             let (a, b) = (&pair[0], &pair[1]);
             assert!(
@@ -351,20 +387,43 @@ mod tests {
 
     #[test]
     fn only_releases_from_cuda_11_run_on_an_older_minor_driver() {
+        for version in [None, Some("535.54.03")] {
+            assert_eq!(
+                relation(Cuda(12, 8), Cuda(12, 2), version),
+                Some("the same major version")
+            );
+        }
         assert_eq!(
-            relation(Cuda(12, 8), Cuda(12, 2)),
-            Some("the same major version")
-        );
-        assert_eq!(
-            relation(Cuda(10, 1), Cuda(10, 0)),
+            relation(Cuda(10, 1), Cuda(10, 0), Some("410.104")),
             Some("a release before minor version compatibility")
         );
         assert_eq!(
-            relation(Cuda(13, 0), Cuda(12, 9)),
+            relation(Cuda(13, 0), Cuda(12, 9), None),
             Some("an older major version")
         );
-        assert_eq!(relation(Cuda(10, 0), Cuda(10, 1)), None);
-        assert_eq!(relation(Cuda(11, 8), Cuda(12, 0)), None);
+        assert_eq!(relation(Cuda(10, 0), Cuda(10, 1), None), None);
+        assert_eq!(relation(Cuda(11, 8), Cuda(12, 0), None), None);
+    }
+
+    #[test]
+    fn minor_version_compatibility_needs_the_major_versions_oldest_driver() {
+        let too_old = Some("a driver older than minor version compatibility needs");
+        assert_eq!(Cuda::supported_by("450.57"), Some(Cuda(11, 0)));
+        assert_eq!(relation(Cuda(11, 3), Cuda(11, 0), Some("450.57")), too_old);
+        assert_eq!(
+            relation(Cuda(11, 3), Cuda(11, 0), Some("450.80.02")),
+            Some("the same major version")
+        );
+        assert_eq!(relation(Cuda(11, 0), Cuda(11, 0), Some("450.57")), None);
+        // nvidia-smi of a 450.51 driver says `CUDA Version: 11.0`.
+        assert_eq!(
+            relation(Cuda(11, 1), Cuda(11, 0), Some("450.51.06")),
+            too_old
+        );
+        assert_eq!(
+            relation(Cuda(12, 4), Cuda(12, 0), Some("525.60.13")),
+            Some("the same major version")
+        );
     }
 
     #[test]
