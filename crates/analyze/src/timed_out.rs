@@ -18,19 +18,27 @@
 //! collectives the number counts: ranks are compared only when their
 //! timeouts have the same length, and only ranks whose line names the
 //! same rank as its launcher's prefix (`[rank3]:... [Rank 3]`; a
-//! subgroup's line names the rank within the group). So the rule that
-//! reads the sentence presumes the mismatch rather than recording it.
+//! subgroup's line names the rank within the group). Where a companion
+//! line names a rank's group in a form the same on every rank (the
+//! internal rule `nccl-watchdog-process-group`), ranks known to be in
+//! other groups are not compared. Where none does, the group stays
+//! unknown, so the rule that reads the sentence presumes the mismatch
+//! rather than recording it.
 
 use crate::findings::FindingTable;
 use crate::written::{rank_list, scan_written, Grounding};
 use coroner_logs::strip_rank_prefix;
 use coroner_model::InputKind;
 use coroner_rules::RuleSet;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The captures a finding needs to take part: the sequence number, the
 /// operation, the element count and the timeout of the collective.
 const CAPTURES: [&str; 4] = ["seq", "op", "numel_in", "timeout_ms"];
+
+/// The captures of a line naming the process group of a rank's timed-out
+/// collective: its sequence number and the group.
+const GROUP: [&str; 2] = ["seq", "pg"];
 
 /// Operations every rank of a process group issues with the same element
 /// count.
@@ -89,14 +97,18 @@ fn mismatch(table: &FindingTable) -> Option<(String, Grounding)> {
             .or_default()
             .push(stuck);
     }
-    let ((seq, _), groups) = by_seq
-        .iter()
-        .map(|(key, ranks)| (key, groups(ranks)))
-        .find(|(_, groups)| groups.len() >= 2)?;
+    let process_groups = process_groups(table);
+    let (seq, groups) = by_seq.iter().find_map(|(&(seq, _), ranks)| {
+        comparable(ranks, &process_groups)
+            .into_iter()
+            .map(|ranks| groups(&ranks))
+            .find(|groups| groups.len() >= 2)
+            .map(|groups| (seq, groups))
+    })?;
     let sentence = format!(
         "timed-out collectives: {} while {}",
-        describe(&groups[0], *seq),
-        describe(&groups[1], *seq)
+        describe(&groups[0], seq),
+        describe(&groups[1], seq)
     );
     let shown = &groups[1][0].found;
     let evidence = shown.evidence?.clone();
@@ -120,10 +132,7 @@ impl<'a> Stuck<'a> {
         if !SAME_COUNT.contains(&op) {
             return None;
         }
-        // A subgroup's line names the rank within the group, unlike the
-        // launcher's prefix in front of it.
-        let launcher = found.evidence.and_then(|e| strip_rank_prefix(&e.text).rank);
-        if launcher.is_some_and(|r| r != found.rank) {
+        if launched_as_another_rank(&found) {
             return None;
         }
         Some(Stuck {
@@ -135,6 +144,56 @@ impl<'a> Stuck<'a> {
             found,
         })
     }
+}
+
+/// Of a rank and the sequence number of a collective it timed out, the
+/// process group that a line names.
+fn process_groups(table: &FindingTable) -> BTreeMap<(u32, u64), &str> {
+    let mut out = BTreeMap::new();
+    for found in table.ranked_captures(&GROUP) {
+        let [seq, pg] = found.values[..] else {
+            continue;
+        };
+        let Ok(seq) = seq.parse() else {
+            continue;
+        };
+        if launched_as_another_rank(&found) {
+            continue;
+        }
+        out.entry((found.rank, seq)).or_insert(pg);
+    }
+    out
+}
+
+/// The sets of ranks stuck at one sequence number that may be in one
+/// process group: all of them where no group is known, else, for each
+/// group named, its ranks and those whose group is not known.
+fn comparable<'m, 'a>(
+    ranks: &[&'m Stuck<'a>],
+    process_groups: &BTreeMap<(u32, u64), &str>,
+) -> Vec<Vec<&'m Stuck<'a>>> {
+    let group_of = |s: &Stuck| process_groups.get(&(s.rank, s.seq)).copied();
+    let named: BTreeSet<&str> = ranks.iter().filter_map(|s| group_of(s)).collect();
+    if named.is_empty() {
+        return vec![ranks.to_vec()];
+    }
+    named
+        .into_iter()
+        .map(|pg| {
+            ranks
+                .iter()
+                .copied()
+                .filter(|s| group_of(s).is_none_or(|g| g == pg))
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether a line names another rank than its launcher's prefix: a
+/// subgroup's line names the rank within the group.
+fn launched_as_another_rank(found: &crate::findings::RankedCaptures) -> bool {
+    let launcher = found.evidence.and_then(|e| strip_rank_prefix(&e.text).rank);
+    launcher.is_some_and(|r| r != found.rank)
 }
 
 /// The ranks stuck at one sequence number, grouped by operation and count:
@@ -218,6 +277,41 @@ mod tests {
             "ranks 0, 1 are in ALLREDUCE #12 with 1024 elements while rank 2 is in _ALLGATHER_BASE #12 with 4096 elements"
         ), "{}", mismatch.message);
         assert_eq!(mismatch.first_seen.line, 3);
+    }
+
+    /// A companion line naming rank `rank`'s process group by its GUID.
+    fn group(rank: u32, seq: u64, guid: u32) -> String {
+        format!(
+            "[rank{rank}]:[E918 19:29:24.437013108 ProcessGroupNCCL.cpp:2168] [PG ID 2 PG GUID {guid} Rank {rank}]  failure detected by watchdog at work sequence id: {seq} PG status: last enqueued work: {seq}, last completed work: {}\n",
+            seq - 1
+        )
+    }
+
+    #[test]
+    fn ranks_named_in_other_process_groups_are_not_compared() {
+        let stuck = |guid_of_1: u32| {
+            timeout(0, 7219, "BROADCAST", 64)
+                + &group(0, 7219, 3)
+                + &timeout(1, 7219, "BROADCAST", 24_084_544)
+                + &group(1, 7219, guid_of_1)
+        };
+        assert!(findings(&stuck(5)).iter().all(|f| f.rule != RULE));
+        assert!(findings(&stuck(3)).iter().any(|f| f.rule == RULE));
+        // A rank whose group is not named may be in either.
+        let log = timeout(0, 7219, "BROADCAST", 64)
+            + &group(0, 7219, 3)
+            + &timeout(1, 7219, "BROADCAST", 24_084_544)
+            + &group(1, 7219, 5)
+            + &timeout(2, 7219, "BROADCAST", 24_084_544);
+        let found = findings(&log);
+        let mismatch = found.iter().find(|f| f.rule == RULE).unwrap();
+        assert!(
+            mismatch
+                .message
+                .contains("rank 0 is in BROADCAST #7219 with 64 elements while rank 2"),
+            "{}",
+            mismatch.message
+        );
     }
 
     #[test]
