@@ -54,7 +54,8 @@ pub(crate) struct RankedCaptures<'a> {
     /// Position of the finding's input among the incident's.
     pub(crate) input: usize,
     pub(crate) rank: u32,
-    pub(crate) values: Vec<&'a str>,
+    /// The captures asked for, by position; those the finding lacks `None`.
+    pub(crate) values: Vec<Option<&'a str>>,
     pub(crate) first: &'a Location,
     pub(crate) evidence: Option<&'a Evidence>,
 }
@@ -218,16 +219,15 @@ impl FindingTable {
         }
     }
 
-    /// Each finding with a rank whose first match captured every one of
-    /// `names`: the captured values in their order, with where the finding
-    /// is.
+    /// Each finding with a rank whose first match captured any of `names`:
+    /// the captured values in their order, with where the finding is.
     pub(crate) fn ranked_captures<'a>(
         &'a self,
         names: &'a [&str],
     ) -> impl Iterator<Item = RankedCaptures<'a>> + 'a {
         self.entries.iter().filter_map(move |e| {
             let rank = e.rank?;
-            let values = names
+            let values: Vec<Option<&str>> = names
                 .iter()
                 .map(|name| {
                     e.captures
@@ -235,7 +235,10 @@ impl FindingTable {
                         .find(|(n, _)| n == name)
                         .map(|(_, v)| v.as_str())
                 })
-                .collect::<Option<Vec<&str>>>()?;
+                .collect();
+            if values.iter().all(Option::is_none) {
+                return None;
+            }
             Some(RankedCaptures {
                 input: e.order.0,
                 rank,

@@ -838,7 +838,9 @@ impl TextScan<'_> {
                     .map(strip_rank_prefix)
                     .filter(move |p| p.rank.is_none() || rank.is_none() || p.rank == rank)
                     .map(|p| p.rest);
-                rule.capture_before(before, &mut m.captures);
+                if !rule.capture_before(before, &mut m.captures) {
+                    continue;
+                }
             }
             let slot = self
                 .table
@@ -1157,6 +1159,32 @@ mod tests {
             &rules,
             "elastic-rendezvous-timeout ",
         );
+    }
+
+    /// A rule that needs a line before its anchor leaves the line's plain
+    /// reading in place until that line is found, and where it is not.
+    #[test]
+    fn a_rule_needing_a_line_before_leaves_the_plain_reading_without_it() {
+        let rules = builtin_rules();
+        let raised = |file: &str| {
+            format!(
+                "  File \"{file}\", line 212, in __init__\n    engine_args = EngineArgs(\nTypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_use_ray'\n"
+            )
+        };
+        let library = raised("/usr/lib/python3.10/dist-packages/vllm/entrypoints/llm.py");
+        assert_digest_has(
+            library.as_bytes(),
+            &rules,
+            "library-rejects-keyword-argument ",
+        );
+        assert_digest_has(library.as_bytes(), &rules, "python-exception ");
+        let own = raised("vllm/entrypoints/llm.py");
+        assert_digest_has(own.as_bytes(), &rules, "python-exception ");
+        let (table, _) = scanned(own.as_bytes(), &rules);
+        assert!(table
+            .into_findings(&rules)
+            .iter()
+            .all(|f| f.rule != "library-rejects-keyword-argument"));
     }
 
     /// Lines after `mp.spawn`'s header are the named child's until its

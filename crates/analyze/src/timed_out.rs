@@ -14,7 +14,9 @@
 //!
 //! Point-to-point operations and all-to-all are left out: their counts
 //! differ between ranks by design, and newer releases number them apart
-//! from the collectives. The line does not name the process group, whose
+//! from the collectives. Releases before 2.0 print no count: their ranks
+//! are compared by operation alone (`rank 0 is in REDUCE #3742816 while
+//! ranks 1, 5 are in _ALLGATHER_BASE #3742816`). The line does not name the process group, whose
 //! collectives the number counts: ranks are compared only when their
 //! timeouts have the same length, and only ranks whose line names the
 //! same rank as its launcher's prefix (`[rank3]:... [Rank 3]`; a
@@ -32,8 +34,9 @@ use coroner_model::InputKind;
 use coroner_rules::RuleSet;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The captures a finding needs to take part: the sequence number, the
-/// operation, the element count and the timeout of the collective.
+/// The captures a finding takes part with: the sequence number, the
+/// operation, the element count (printed from 2.0) and the timeout of the
+/// collective; all but the count are needed.
 const CAPTURES: [&str; 4] = ["seq", "op", "numel_in", "timeout_ms"];
 
 /// The captures of a line naming the process group of a rank's timed-out
@@ -57,7 +60,8 @@ struct Stuck<'a> {
     rank: u32,
     seq: u64,
     op: &'a str,
-    count: u64,
+    /// `None` where the line prints no element count.
+    count: Option<u64>,
     timeout: &'a str,
     found: crate::findings::RankedCaptures<'a>,
 }
@@ -98,17 +102,17 @@ fn mismatch(table: &FindingTable) -> Option<(String, Grounding)> {
             .push(stuck);
     }
     let process_groups = process_groups(table);
-    let (seq, groups) = by_seq.iter().find_map(|(&(seq, _), ranks)| {
+    let (seq, groups, counted) = by_seq.iter().find_map(|(&(seq, _), ranks)| {
         comparable(ranks, &process_groups)
             .into_iter()
-            .map(|ranks| groups(&ranks))
-            .find(|groups| groups.len() >= 2)
-            .map(|groups| (seq, groups))
+            .map(|ranks| (groups(&ranks), counted(&ranks)))
+            .find(|(groups, _)| groups.len() >= 2)
+            .map(|(groups, counted)| (seq, groups, counted))
     })?;
     let sentence = format!(
         "timed-out collectives: {} while {}",
-        describe(&groups[0], seq),
-        describe(&groups[1], seq)
+        describe(&groups[0], seq, counted),
+        describe(&groups[1], seq, counted)
     );
     let shown = &groups[1][0].found;
     let evidence = shown.evidence?.clone();
@@ -123,12 +127,16 @@ fn mismatch(table: &FindingTable) -> Option<(String, Grounding)> {
 
 impl<'a> Stuck<'a> {
     fn of(found: crate::findings::RankedCaptures<'a>) -> Option<Stuck<'a>> {
-        let [seq, op, count, timeout] = found.values[..] else {
+        let [Some(seq), Some(op), count, Some(timeout)] = found.values[..] else {
             return None;
         };
         let seq = seq.parse().ok()?;
-        // `u64::MAX` is what a coalesced operation prints: no count.
-        let count = count.parse().ok().filter(|&n| n != u64::MAX)?;
+        // `u64::MAX` is what a coalesced operation prints: no count, and no
+        // operation of its own to compare.
+        let count = match count {
+            Some(count) => Some(count.parse().ok().filter(|&n| n != u64::MAX)?),
+            None => None,
+        };
         if !SAME_COUNT.contains(&op) {
             return None;
         }
@@ -151,7 +159,7 @@ impl<'a> Stuck<'a> {
 fn process_groups(table: &FindingTable) -> BTreeMap<(u32, u64), &str> {
     let mut out = BTreeMap::new();
     for found in table.ranked_captures(&GROUP) {
-        let [seq, pg] = found.values[..] else {
+        let [Some(seq), Some(pg)] = found.values[..] else {
             continue;
         };
         let Ok(seq) = seq.parse() else {
@@ -196,14 +204,17 @@ fn launched_as_another_rank(found: &crate::findings::RankedCaptures) -> bool {
     launcher.is_some_and(|r| r != found.rank)
 }
 
-/// The ranks stuck at one sequence number, grouped by operation and count:
-/// the largest group first (of equal ones, the one with the lowest rank).
+/// The ranks stuck at one sequence number, grouped by operation and count
+/// (by operation alone where a rank's line prints no count): the largest
+/// group first (of equal ones, the one with the lowest rank).
 fn groups<'m, 'a>(ranks: &[&'m Stuck<'a>]) -> Vec<Vec<&'m Stuck<'a>>> {
+    let counted = counted(ranks);
+    let count = |s: &Stuck| if counted { s.count } else { None };
     let mut groups: Vec<Vec<&Stuck>> = Vec::new();
     for &stuck in ranks {
         match groups
             .iter_mut()
-            .find(|g| g[0].op == stuck.op && g[0].count == stuck.count)
+            .find(|g| g[0].op == stuck.op && count(g[0]) == count(stuck))
         {
             Some(group) => group.push(stuck),
             None => groups.push(vec![stuck]),
@@ -213,17 +224,22 @@ fn groups<'m, 'a>(ranks: &[&'m Stuck<'a>]) -> Vec<Vec<&'m Stuck<'a>>> {
     groups
 }
 
-/// `ranks 0, 1 are in ALLREDUCE #12 with 1024 elements`.
-fn describe(group: &[&Stuck], seq: u64) -> String {
+/// Whether every rank's line prints the collective's element count.
+fn counted(ranks: &[&Stuck]) -> bool {
+    ranks.iter().all(|s| s.count.is_some())
+}
+
+/// `ranks 0, 1 are in ALLREDUCE #12 with 1024 elements`; without the count
+/// where the ranks were grouped by operation alone (`counted` false).
+fn describe(group: &[&Stuck], seq: u64, counted: bool) -> String {
     let ranks: Vec<u32> = group.iter().map(|s| s.rank).collect();
     let verb = if ranks.len() == 1 { "is" } else { "are" };
-    let count = group[0].count;
-    let noun = if count == 1 { "element" } else { "elements" };
-    format!(
-        "{} {verb} in {} #{seq} with {count} {noun}",
-        rank_list(&ranks),
-        group[0].op
-    )
+    let head = format!("{} {verb} in {} #{seq}", rank_list(&ranks), group[0].op);
+    match group[0].count.filter(|_| counted) {
+        Some(1) => format!("{head} with 1 element"),
+        Some(count) => format!("{head} with {count} elements"),
+        None => head,
+    }
 }
 
 #[cfg(test)]
@@ -312,6 +328,38 @@ mod tests {
             "{}",
             mismatch.message
         );
+    }
+
+    /// A line of a release before 2.0, which prints no element count.
+    fn uncounted(rank: u32, seq: u64, op: &str) -> String {
+        format!(
+            "[E ProcessGroupNCCL.cpp:737] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, Timeout(ms)=1800000) ran for 1801750 milliseconds before timing out.\n"
+        )
+    }
+
+    #[test]
+    fn without_counts_only_other_operations_are_a_mismatch() {
+        let log = uncounted(1, 3_742_816, "_ALLGATHER_BASE")
+            + &uncounted(0, 3_742_816, "REDUCE")
+            + &uncounted(5, 3_742_816, "_ALLGATHER_BASE");
+        let found = findings(&log);
+        let mismatch = found.iter().find(|f| f.rule == RULE).unwrap();
+        assert!(
+            mismatch.message.contains(
+                "ranks 1, 5 are in _ALLGATHER_BASE #3742816 while rank 0 is in REDUCE #3742816:"
+            ),
+            "{}",
+            mismatch.message
+        );
+        let agreeing = uncounted(0, 12, "ALLREDUCE") + &uncounted(1, 12, "ALLREDUCE");
+        assert!(findings(&agreeing).iter().all(|f| f.rule != RULE));
+        // One rank's count does not part it from a rank whose line has none.
+        let mixed = uncounted(0, 12, "ALLREDUCE") + &timeout(1, 12, "ALLREDUCE", 64);
+        let mixed = mixed.replace(
+            "Timeout(ms)=3000000) ran for 3000000",
+            "Timeout(ms)=1800000) ran for 1801750",
+        );
+        assert!(findings(&mixed).iter().all(|f| f.rule != RULE), "{mixed}");
     }
 
     #[test]

@@ -268,6 +268,13 @@ fn cuda_rule(
             r"(?:\bcuInit(?:\(0\))?(?: returned| err:)|\b(?:cuda driver library|nvcuda) init failure:) *(?P<what>{})\b",
             numbers.join("|")
         ),
+        // Charm++'s check of a runtime call (`hapiCheck`): `Fatal CUDA Error
+        // at cuda-hybrid-api.cu:450.` then `Return value 46 from
+        // 'cudaStreamCreate(&kernel_stream)'.`
+        format!(
+            r"\bReturn value (?P<what>{}) from '(?:cuda|cu)[A-Z]\w*\(",
+            numbers.join("|")
+        ),
         // The CUDA samples' check, copied into many programs: `Failed to
         // allocate device vector A (error code out of memory)!`.
         format!(r"\(error code (?P<what>{})\)", alternation(&messages)),
@@ -335,6 +342,7 @@ fn cuda_rule(
         "cuInit(0) returned".to_owned(),
         "cuInit returned".to_owned(),
         "cuInit err:".to_owned(),
+        "Return value ".to_owned(),
         "init failure:".to_owned(),
         "(error code ".to_owned(),
         " at line ".to_owned(),

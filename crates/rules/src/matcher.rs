@@ -387,12 +387,19 @@ impl<'s> Scanner<'s> {
             return;
         }
         // Only matches complete on this line suppress others: a window
-        // that may never complete must not hide another rule's match.
+        // that may never complete must not hide another rule's match, nor
+        // a rule whose required line before the anchor is looked for only
+        // later (and may be missing).
         let rules = self.set.rules();
         let complete: Vec<usize> = anchored
             .iter()
             .filter(|a| a.2.is_empty())
             .map(|a| a.0)
+            .filter(|&r| {
+                rules
+                    .get(r)
+                    .is_some_and(|rule| !rule.pattern.before_required)
+            })
             .collect();
         let fallback = |r: usize| rules.get(r).is_some_and(|rule| rule.fallback);
         // A specific rule replaces a fallback on its line only when it

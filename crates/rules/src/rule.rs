@@ -87,6 +87,8 @@ pub(crate) struct Pattern {
     pub when: Vec<Condition>,
     /// Patterns for the lines just before the anchor.
     pub before: Vec<LazyRegex>,
+    /// Whether a match counts only when one of `before` matched.
+    pub before_required: bool,
 }
 
 /// How a rule's regexes are compiled.
@@ -193,12 +195,15 @@ impl Rule {
     /// Adds to `captures` those of the rule's `before` patterns on `lines`,
     /// the lines just before the anchor, nearest first (at most
     /// [`Rule::LOOK_BACK`]): for each pattern, the nearest line it matches.
-    /// Names already captured keep their values.
+    /// Names already captured keep their values. Returns whether the match
+    /// counts: `false` only for a rule whose `before` is required and
+    /// matched no line.
     pub fn capture_before<'t>(
         &self,
         lines: impl Iterator<Item = &'t str> + Clone,
         captures: &mut Vec<(String, String)>,
-    ) {
+    ) -> bool {
+        let mut matched = false;
         for re in &self.pattern.before {
             if let Some((found, _)) = lines
                 .clone()
@@ -206,8 +211,10 @@ impl Rule {
                 .find_map(|l| re.captures(l))
             {
                 merge_captures(captures, found);
+                matched = true;
             }
         }
+        matched || !self.pattern.before_required
     }
 
     /// Whether the rule has patterns for the lines before its anchor.
@@ -543,6 +550,20 @@ pub fn parse_rule_with(
             "[match] needs at least one pattern in `any` or `all`".to_owned(),
         ));
     }
+    if spec.before_required && spec.before.is_empty() {
+        errors.push(err(
+            RuleErrorKind::EmptyMatch,
+            file.matching.span(),
+            "`before_required` needs at least one pattern in `before`".to_owned(),
+        ));
+    }
+    if spec.before_required && !file.supersedes.is_empty() {
+        errors.push(err(
+            RuleErrorKind::UnknownRule,
+            file.matching.span(),
+            "a rule with `before_required` supersedes nothing (its match is decided after the rules of its line): name what it explains with `explains`".to_owned(),
+        ));
+    }
     let literals: Vec<String> = spec
         .literals
         .get_ref()
@@ -768,6 +789,7 @@ pub fn parse_rule_with(
             window: spec.window,
             when,
             before,
+            before_required: spec.before_required,
         },
     })
 }
@@ -828,6 +850,30 @@ mod tests {
         assert!(rule("{e}[[: {d}]]", optional).is_ok());
         let one_form_only = r"'(?P<e>\w+Error): (?P<d>.+)', '(?P<e2>\w+Error)$'";
         assert!(rule("{d}", one_form_only).is_err());
+    }
+
+    #[test]
+    fn a_required_before_needs_patterns_and_counts_only_when_one_matched() {
+        let rule = |top: &str, before: &str| {
+            let text = format!(
+                "id = \"r\"\ntitle = \"t\"\ncategory = \"python-error\"\nseverity = \"error\"\n\
+                 message = \"m\"\n{top}[match]\nliterals = [\"Error\"]\nany = ['Error']\n\
+                 {before}before_required = true\n\
+                 [[examples]]\nfires = true\ninput = \"MemoryError\"\n\
+                 [[examples]]\nfires = false\ninput = \"y\"\n"
+            );
+            parse_rule("r.toml", "r", &text)
+        };
+        let frame = "before = ['^  File \"(?P<f>[^\"]+)\"']\n";
+        assert!(rule("", "").is_err());
+        assert!(rule("supersedes = [\"r\"]\n", frame).is_err());
+        let Ok(rule) = rule("", frame) else {
+            panic!("a rule with a before pattern");
+        };
+        let mut captures = Vec::new();
+        assert!(!rule.capture_before(["x = 1", "y = 2"].into_iter(), &mut captures));
+        assert!(rule.capture_before(["    call()", "  File \"a.py\""].into_iter(), &mut captures));
+        assert_eq!(captures, [("f".to_owned(), "a.py".to_owned())]);
     }
 
     #[test]

@@ -109,6 +109,10 @@ pub struct MatchSpec {
     /// exception was raised in precedes the exception line).
     #[serde(default)]
     pub before: Vec<Spanned<String>>,
+    /// The match counts only when one of `before` matched: the line means
+    /// the rule's failure only after such a line.
+    #[serde(default)]
+    pub before_required: bool,
 }
 
 /// One `[[examples]]` entry.
