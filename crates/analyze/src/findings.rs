@@ -51,6 +51,8 @@ type Order = (usize, u64);
 
 /// What [`FindingTable::ranked_captures`] gives of one finding.
 pub(crate) struct RankedCaptures<'a> {
+    /// Index of the finding's rule in the rule set.
+    pub(crate) rule: usize,
     /// Position of the finding's input among the incident's.
     pub(crate) input: usize,
     pub(crate) rank: u32,
@@ -240,6 +242,7 @@ impl FindingTable {
                 return None;
             }
             Some(RankedCaptures {
+                rule: e.rule,
                 input: e.order.0,
                 rank,
                 values,

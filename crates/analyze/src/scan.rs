@@ -562,7 +562,7 @@ impl TextScan<'_> {
         self.line += newlines + unterminated;
     }
 
-    /// Remembers, for context, the lines of `bytes` just before offset `at`
+    /// Remembers, for context and for rules' `before` patterns, the lines of `bytes` just before offset `at`
     /// (the start of a line, or the end of the block); the last of them is
     /// line [`TextScan::line`].
     fn remember_before(&mut self, bytes: &[u8], at: usize) {
@@ -570,9 +570,12 @@ impl TextScan<'_> {
             return;
         }
         let mut end = if bytes[at - 1] == b'\n' { at - 1 } else { at };
-        let mut tail: Vec<(u64, std::ops::Range<usize>)> = Vec::with_capacity(CONTEXT_LINES);
+        // Enough for the context and for rules that look back past a
+        // traceback's caret line.
+        let keep = CONTEXT_LINES.max(Rule::LOOK_BACK + 1);
+        let mut tail: Vec<(u64, std::ops::Range<usize>)> = Vec::with_capacity(keep);
         let mut number = self.line;
-        while tail.len() < CONTEXT_LINES && number > 0 {
+        while tail.len() < keep && number > 0 {
             let start = memchr::memrchr(b'\n', &bytes[..end]).map_or(0, |i| i + 1);
             tail.push((number, start..end));
             if start == 0 {
@@ -832,12 +835,15 @@ impl TextScan<'_> {
             if let Some(rule) = self.rules.rules().get(m.rule).filter(|r| r.looks_back()) {
                 // Lines of another rank, interleaved, are not this one's.
                 let rank = m.line_rank;
-                let before = (1..=Rule::LOOK_BACK as u64)
+                // Python 3.11 and later underline the call with a line of
+                // carets, which is not one of the lines looked at.
+                let before = (1..=Rule::LOOK_BACK as u64 + 1)
                     .filter_map(|k| anchor_line.checked_sub(k))
                     .filter_map(|n| recent.get(n))
                     .map(strip_rank_prefix)
                     .filter(move |p| p.rank.is_none() || rank.is_none() || p.rank == rank)
-                    .map(|p| p.rest);
+                    .map(|p| p.rest)
+                    .filter(|text| !is_caret_line(text));
                 if !rule.capture_before(before, &mut m.captures) {
                     continue;
                 }
@@ -853,6 +859,13 @@ impl TextScan<'_> {
             }
         }
     }
+}
+
+/// A line of Python's traceback that only underlines the expression above
+/// it (`    ^^^^^^^^`, `    ~~~~^^^^`).
+fn is_caret_line(text: &str) -> bool {
+    let marks = text.trim();
+    !marks.is_empty() && marks.chars().all(|c| c == '^' || c == '~')
 }
 
 #[cfg(test)]
@@ -1178,6 +1191,16 @@ mod tests {
             "library-rejects-keyword-argument ",
         );
         assert_digest_has(library.as_bytes(), &rules, "python-exception ");
+        // Python 3.11's caret line under the call.
+        let underlined = library.replace(
+            "EngineArgs(\n",
+            "EngineArgs(\n                  ^^^^^^^^^^^\n",
+        );
+        assert_digest_has(
+            underlined.as_bytes(),
+            &rules,
+            "library-rejects-keyword-argument ",
+        );
         let own = raised("vllm/entrypoints/llm.py");
         assert_digest_has(own.as_bytes(), &rules, "python-exception ");
         let (table, _) = scanned(own.as_bytes(), &rules);

@@ -16,7 +16,10 @@
 //! differ between ranks by design, and newer releases number them apart
 //! from the collectives. Releases before 2.0 print no count: their ranks
 //! are compared by operation alone (`rank 0 is in REDUCE #3742816 while
-//! ranks 1, 5 are in _ALLGATHER_BASE #3742816`). The line does not name the process group, whose
+//! ranks 1, 5 are in _ALLGATHER_BASE #3742816`); those releases may number
+//! point-to-point operations with the collectives, so in a pipeline-parallel
+//! job one number can name different collectives on different ranks, one
+//! more reason the mismatch is presumed. The line does not name the process group, whose
 //! collectives the number counts: ranks are compared only when their
 //! timeouts have the same length, and only ranks whose line names the
 //! same rank as its launcher's prefix (`[rank3]:... [Rank 3]`; a
@@ -33,6 +36,9 @@ use coroner_logs::strip_rank_prefix;
 use coroner_model::InputKind;
 use coroner_rules::RuleSet;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The rule whose findings take part: the watchdog's own timeout line.
+const TIMEOUT_RULE: &str = "nccl-watchdog-timeout";
 
 /// The captures a finding takes part with: the sequence number, the
 /// operation, the element count (printed from 2.0) and the timeout of the
@@ -69,7 +75,7 @@ struct Stuck<'a> {
 /// Compares the collectives the ranks' watchdogs timed out and adds what
 /// the rules find in the sentence about ranks in different ones to `table`.
 pub(crate) fn scan_timed_out(table: &mut FindingTable, rules: &RuleSet) {
-    let Some((sentence, grounding)) = mismatch(table) else {
+    let Some((sentence, grounding)) = mismatch(table, rules) else {
         return;
     };
     scan_written(table, rules, InputKind::StackDumps, &grounding, &sentence);
@@ -79,10 +85,16 @@ pub(crate) fn scan_timed_out(table: &mut FindingTable, rules: &RuleSet) {
 /// in different collectives, and what it rests on: the first line of a
 /// rank of the second group (which side went wrong, the timeouts do not
 /// say).
-fn mismatch(table: &FindingTable) -> Option<(String, Grounding)> {
+fn mismatch(table: &FindingTable, rules: &RuleSet) -> Option<(String, Grounding)> {
     // Of a rank, the first line it timed out on.
     let mut first: BTreeMap<u32, Stuck<'_>> = BTreeMap::new();
-    for found in table.ranked_captures(&CAPTURES) {
+    let timeout_rule = |found: &crate::findings::RankedCaptures| {
+        rules
+            .rules()
+            .get(found.rule)
+            .is_some_and(|r| r.id == TIMEOUT_RULE)
+    };
+    for found in table.ranked_captures(&CAPTURES).filter(timeout_rule) {
         let Some(stuck) = Stuck::of(found) else {
             continue;
         };
@@ -377,6 +389,9 @@ mod tests {
             line(0, 0, 12, "BROADCAST", 64, 600_000) + &line(1, 1, 12, "BROADCAST", 80, 1_800_000),
             // A coalesced operation's count is no count.
             timeout(0, 12, "ALLREDUCE", u64::MAX) + &timeout(1, 12, "ALLREDUCE", 64),
+            // Blocking waits' lines are not the watchdog's.
+            "[rank0]:[E ProcessGroupNCCL.cpp:1033] [PG 0 Rank 0] Work WorkNCCL(SeqNum=12, OpType=BROADCAST, NumelIn=262144, NumelOut=262144, Timeout(ms)=60000) timed out in blocking wait.\n".to_owned()
+                + "[rank1]:[E ProcessGroupNCCL.cpp:1033] [PG 0 Rank 1] Work WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=64, NumelOut=64, Timeout(ms)=60000) timed out in blocking wait.\n",
         ] {
             assert!(findings(&log).iter().all(|f| f.rule != RULE), "{log}");
         }

@@ -32,6 +32,9 @@ pub enum RuleErrorKind {
     UnknownRule,
     /// A `when` condition cannot be read or names no capture group.
     BadCondition,
+    /// Two settings that cannot go together (`before_required` with
+    /// `supersedes`).
+    Conflict,
 }
 
 /// A rejected rule file.
@@ -99,5 +102,6 @@ fn short_label(kind: RuleErrorKind) -> &'static str {
         RuleErrorKind::MissingExample => "this rule",
         RuleErrorKind::UnknownRule => "no such rule",
         RuleErrorKind::BadCondition => "this condition",
+        RuleErrorKind::Conflict => "this table",
     }
 }

@@ -559,7 +559,7 @@ pub fn parse_rule_with(
     }
     if spec.before_required && !file.supersedes.is_empty() {
         errors.push(err(
-            RuleErrorKind::UnknownRule,
+            RuleErrorKind::Conflict,
             file.matching.span(),
             "a rule with `before_required` supersedes nothing (its match is decided after the rules of its line): name what it explains with `explains`".to_owned(),
         ));
