@@ -835,15 +835,22 @@ impl TextScan<'_> {
             if let Some(rule) = self.rules.rules().get(m.rule).filter(|r| r.looks_back()) {
                 // Lines of another rank, interleaved, are not this one's.
                 let rank = m.line_rank;
+                let mut before: Vec<(u64, &str)> = (1..=Rule::LOOK_BACK as u64 + 1)
+                    .filter_map(|k| Some((k, recent.get(anchor_line.checked_sub(k)?)?)))
+                    .map(|(k, text)| (k, strip_rank_prefix(text)))
+                    .filter(|(_, p)| p.rank.is_none() || rank.is_none() || p.rank == rank)
+                    .map(|(k, p)| (k, p.rest))
+                    .collect();
                 // Python 3.11 and later underline the call with a line of
-                // carets, which is not one of the lines looked at.
-                let before = (1..=Rule::LOOK_BACK as u64 + 1)
-                    .filter_map(|k| anchor_line.checked_sub(k))
-                    .filter_map(|n| recent.get(n))
-                    .map(strip_rank_prefix)
-                    .filter(move |p| p.rank.is_none() || rank.is_none() || p.rank == rank)
-                    .map(|p| p.rest)
-                    .filter(|text| !is_caret_line(text));
+                // carets: one such line is passed over, and only then does
+                // the look-back reach a line further.
+                match before.iter().position(|&(_, text)| is_caret_line(text)) {
+                    Some(caret) => {
+                        before.remove(caret);
+                    }
+                    None => before.retain(|&(k, _)| k <= Rule::LOOK_BACK as u64),
+                }
+                let before = before.iter().map(|&(_, text)| text);
                 if !rule.capture_before(before, &mut m.captures) {
                     continue;
                 }
@@ -865,7 +872,7 @@ impl TextScan<'_> {
 /// it (`    ^^^^^^^^`, `    ~~~~^^^^`).
 fn is_caret_line(text: &str) -> bool {
     let marks = text.trim();
-    !marks.is_empty() && marks.chars().all(|c| c == '^' || c == '~')
+    marks.contains('^') && marks.chars().all(|c| c == '^' || c == '~')
 }
 
 #[cfg(test)]

@@ -557,10 +557,10 @@ pub fn parse_rule_with(
             "`before_required` needs at least one pattern in `before`".to_owned(),
         ));
     }
-    if spec.before_required && !file.supersedes.is_empty() {
+    if let Some(first) = file.supersedes.first().filter(|_| spec.before_required) {
         errors.push(err(
             RuleErrorKind::Conflict,
-            file.matching.span(),
+            first.span(),
             "a rule with `before_required` supersedes nothing (its match is decided after the rules of its line): name what it explains with `explains`".to_owned(),
         ));
     }
