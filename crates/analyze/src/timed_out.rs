@@ -117,7 +117,10 @@ fn mismatch(table: &FindingTable, rules: &RuleSet) -> Option<(String, Grounding)
     let (seq, groups, counted) = by_seq.iter().find_map(|(&(seq, _), ranks)| {
         comparable(ranks, &process_groups)
             .into_iter()
-            .map(|ranks| (groups(&ranks), counted(&ranks)))
+            .map(|ranks| {
+                let counted = counted(&ranks);
+                (groups(&ranks, counted), counted)
+            })
             .find(|(groups, _)| groups.len() >= 2)
             .map(|(groups, counted)| (seq, groups, counted))
     })?;
@@ -217,10 +220,9 @@ fn launched_as_another_rank(found: &crate::findings::RankedCaptures) -> bool {
 }
 
 /// The ranks stuck at one sequence number, grouped by operation and count
-/// (by operation alone where a rank's line prints no count): the largest
-/// group first (of equal ones, the one with the lowest rank).
-fn groups<'m, 'a>(ranks: &[&'m Stuck<'a>]) -> Vec<Vec<&'m Stuck<'a>>> {
-    let counted = counted(ranks);
+/// (by operation alone unless every rank's line prints a count, `counted`):
+/// the largest group first (of equal ones, the one with the lowest rank).
+fn groups<'m, 'a>(ranks: &[&'m Stuck<'a>], counted: bool) -> Vec<Vec<&'m Stuck<'a>>> {
     let count = |s: &Stuck| if counted { s.count } else { None };
     let mut groups: Vec<Vec<&Stuck>> = Vec::new();
     for &stuck in ranks {
