@@ -274,10 +274,25 @@ fn clock_before_rank(s: &str) -> IResult<&str, &str> {
     .parse(s)
 }
 
-/// Open MPI's `--tag-output` prefix, `[1,3]<stdout>:` (job, rank, stream):
-/// removed, the rank kept.
+/// Open MPI's `--tag-output` prefix, `[1,3]<stdout>:` (job, rank, stream),
+/// with the time `--timestamp-output` puts in front of it (C's `ctime`,
+/// `Mon Sep 11 14:31:16 2017[1,37]<stderr>:`): removed, the rank kept.
 fn mpi_tag(s: &str) -> IResult<&str, u32> {
-    let (rest, (_, _job, _, number, _, _stream, _)) = (
+    let letters = || take_while_m_n(3, 3, |c: char| c.is_ascii_alphabetic());
+    let ctime = (
+        letters(),
+        char(' '),
+        letters(),
+        take_while_m_n(1, 2, |c| c == ' '),
+        take_while_m_n(1, 2, |c: char| c.is_ascii_digit()),
+        char(' '),
+        (digits(2), char(':'), digits(2), char(':'), digits(2)),
+        char(' '),
+        digits(4),
+        opt(char(' ')),
+    );
+    let (rest, (_, _, _job, _, number, _, _stream, _)) = (
+        opt(ctime),
         char('['),
         digit1,
         char(','),
@@ -796,6 +811,20 @@ mod tests {
     fn mpi_tags_clock_times_and_c10d_ranks() {
         let p = strip_rank_prefix("[1,12]<stdout>:node:815:864 [0] NCCL WARN x");
         assert_eq!((p.rank, p.rest), (Some(12), "node:815:864 [0] NCCL WARN x"));
+        // With `--timestamp-output`.
+        let p = strip_rank_prefix(
+            "Mon Sep 11 14:31:16 2017[1,37]<stderr>:F0911 14:31:16.057638  5678 SocketChannel.cpp:54] x",
+        );
+        assert_eq!(
+            (p.rank, p.rest),
+            (
+                Some(37),
+                "F0911 14:31:16.057638  5678 SocketChannel.cpp:54] x"
+            )
+        );
+        let p = strip_rank_prefix("Tue Feb  4 09:01:02 2025 [1,0]<stdout>:y");
+        assert_eq!((p.rank, p.rest), (Some(0), "y"));
+        assert_eq!(strip_rank_prefix("Mon Sep 11 14:31:16 2017 x").rank, None);
         let p = strip_rank_prefix(
             "18:19:06.687 [rank2]:[F205 18:19:06.383 ProcessGroupNCCL.cpp:1614] x",
         );
