@@ -32,7 +32,7 @@ pub struct Prefixed<'a> {
 /// ` [repeated 3x across cluster]` Ray's log deduplication appends, a
 /// Markdown quote marker, vLLM's and SGLang's logging headers, Slurm's
 /// task label (`srun --label`: `3: `, the task number), Open MPI's
-/// `--tag-output` prefix, leading `[rankN]:` and `[<role>N]:` prefixes
+/// `--tag-output` prefix (with `--timestamp-output`'s time), leading `[rankN]:` and `[<role>N]:` prefixes
 /// (in any order and number) and the spaces after them, then a program's
 /// own `[rankN] ` tag (no colon, a space after it). The rank is the
 /// `[rankN]` one, else the label's, the role's, SGLang's `TP` number or
