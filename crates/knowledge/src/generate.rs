@@ -226,10 +226,11 @@ fn cuda_rule(
         // numbered the codes otherwise (8 for `invalid device function`),
         // and the message says which error it is. mshadow (MXNet) names
         // the kernel first: `(8 vs. 0) Name: MapPlanKernel ErrStr:invalid
-        // device function`; MXNet 1.x's `mxnet_op.h` after a colon: `(2 vs.
-        // 0) : mxnet_generic_kernel ErrStr:out of memory`.
+        // device function`; MXNet 1.x puts a colon before it, with or
+        // without the word: `(77 vs. 0) : Name: MapPlanKernel ErrStr:…`,
+        // `(2 vs. 0) : mxnet_generic_kernel ErrStr:out of memory`.
         format!(
-            r"== cudaSuccess \( *\d+ vs\. 0 *\) *(?:(?:Name:|:) \S+ ErrStr: ?)?(?P<what>{})",
+            r"== cudaSuccess \( *\d+ vs\. 0 *\) *(?::\s*)?(?:(?:Name:\s*)?\S+ ErrStr: ?)?(?P<what>{})",
             alternation(&messages)
         ),
         // PyTorch before 1.0 (THC): `THCudaCheck FAIL file=<f> line=<n>

@@ -32,8 +32,9 @@ pub struct Prefixed<'a> {
 /// ` [repeated 3x across cluster]` Ray's log deduplication appends, a
 /// Markdown quote marker, vLLM's and SGLang's logging headers, Slurm's
 /// task label (`srun --label`: `3: `, the task number), Open MPI's
-/// `--tag-output` prefix (with `--timestamp-output`'s time), leading `[rankN]:` and `[<role>N]:` prefixes
-/// (in any order and number) and the spaces after them, then a program's
+/// `--tag-output` prefix (with `--timestamp-output`'s time), leading
+/// `[rankN]:` and `[<role>N]:` prefixes (in any order and number) and the
+/// spaces after them, then a program's
 /// own `[rankN] ` tag (no colon, a space after it). The rank is the
 /// `[rankN]` one, else the label's, the role's, SGLang's `TP` number or
 /// the Ray tag's `rank=` (or vLLM's `Worker_TPn`) number.
@@ -69,7 +70,7 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
         rest = after;
     }
     if let Ok((after, number)) = mpi_tag(rest) {
-        role_rank = Some(number);
+        role_rank = number.or(role_rank);
         rest = after;
     }
     while let Some((tag, number, after)) = bracket_prefix(rest) {
@@ -276,33 +277,33 @@ fn clock_before_rank(s: &str) -> IResult<&str, &str> {
 
 /// Open MPI's `--tag-output` prefix, `[1,3]<stdout>:` (job, rank, stream),
 /// with the time `--timestamp-output` puts in front of it (C's `ctime`,
-/// `Mon Sep 11 14:31:16 2017[1,37]<stderr>:`): removed, the rank kept.
-fn mpi_tag(s: &str) -> IResult<&str, u32> {
+/// `Mon Sep 11 14:31:16 2017[1,37]<stderr>:`), or that time and the
+/// stream alone when only `--timestamp-output` is given
+/// (`Mon Sep 11 14:31:16 2017<stderr>:`): removed, the rank kept.
+fn mpi_tag(s: &str) -> IResult<&str, Option<u32>> {
     let letters = || take_while_m_n(3, 3, |c: char| c.is_ascii_alphabetic());
-    let ctime = (
-        letters(),
-        char(' '),
-        letters(),
-        take_while_m_n(1, 2, |c| c == ' '),
-        take_while_m_n(1, 2, |c: char| c.is_ascii_digit()),
-        char(' '),
-        (digits(2), char(':'), digits(2), char(':'), digits(2)),
-        char(' '),
-        digits(4),
-        opt(char(' ')),
-    );
-    let (rest, (_, _, _job, _, number, _, _stream, _)) = (
-        opt(ctime),
-        char('['),
-        digit1,
-        char(','),
+    let ctime = || {
+        (
+            letters(),
+            char(' '),
+            letters(),
+            take_while_m_n(1, 2, |c| c == ' '),
+            take_while_m_n(1, 2, |c: char| c.is_ascii_digit()),
+            char(' '),
+            (digits(2), char(':'), digits(2), char(':'), digits(2)),
+            char(' '),
+            digits(4),
+        )
+    };
+    let job_and_rank = delimited(
+        (char('['), digit1, char(',')),
         map_res(digit1, str::parse::<u32>),
-        tag("]<"),
-        alt((tag("stdout"), tag("stderr"))),
-        tag(">:"),
-    )
-        .parse(s)?;
-    Ok((rest, number))
+        char(']'),
+    );
+    let stream = || (char('<'), alt((tag("stdout"), tag("stderr"))), tag(">:"));
+    let tagged = (opt(ctime()), job_and_rank, stream()).map(|(_, rank, _)| Some(rank));
+    let timed = (ctime(), stream()).map(|_| None);
+    alt((tagged, timed)).parse(s)
 }
 
 /// The rank PyTorch's distributed C++ code names inside its own lines,
@@ -822,9 +823,14 @@ mod tests {
                 "F0911 14:31:16.057638  5678 SocketChannel.cpp:54] x"
             )
         );
-        let p = strip_rank_prefix("Tue Feb  4 09:01:02 2025 [1,0]<stdout>:y");
-        assert_eq!((p.rank, p.rest), (Some(0), "y"));
-        assert_eq!(strip_rank_prefix("Mon Sep 11 14:31:16 2017 x").rank, None);
+        let p = strip_rank_prefix("Tue Feb  4 09:01:02 2025[1,5]<stderr>:y");
+        assert_eq!((p.rank, p.rest), (Some(5), "y"));
+        // With `--timestamp-output` alone.
+        let p = strip_rank_prefix("Mon Sep 11 14:31:16 2017<stderr>:F0911 14:31:16.057638 x");
+        assert_eq!((p.rank, p.rest), (None, "F0911 14:31:16.057638 x"));
+        // A ctime with nothing of Open MPI's after it stays.
+        let p = strip_rank_prefix("Mon Sep 11 14:31:16 2017 x");
+        assert_eq!((p.rank, p.rest), (None, "Mon Sep 11 14:31:16 2017 x"));
         let p = strip_rank_prefix(
             "18:19:06.687 [rank2]:[F205 18:19:06.383 ProcessGroupNCCL.cpp:1614] x",
         );

@@ -69,11 +69,23 @@ pub fn line_time(text: &str) -> Option<LineTime> {
         .map(|(_, time)| time)
 }
 
-/// `E1129 17:16:18.664318040`.
+/// `E1129 17:16:18.664318040`; from glog 0.6 with the year in front,
+/// `F20221031 10:52:42.193126`.
 fn glog(t: &str) -> IResult<&str, LineTime> {
-    let (rest, (_, month, day, _, nanos)) =
-        (one_of("IWEF"), two_digits, two_digits, char(' '), clock).parse(t)?;
-    valid(rest, t, date(None, month, day, nanos))
+    let year = map_res(
+        take_while_m_n(4, 4, |c: char| c.is_ascii_digit()),
+        str::parse::<u16>,
+    );
+    let (rest, (_, year, month, day, _, nanos)) = (
+        one_of("IWEF"),
+        opt(terminated(year, peek((two_digits, two_digits, char(' '))))),
+        two_digits,
+        two_digits,
+        char(' '),
+        clock,
+    )
+        .parse(t)?;
+    valid(rest, t, date(year, month, day, nanos))
 }
 
 /// `2026-11-29T15:16:05.539Z`, `2026-11-29 18:18:49,123`, `2026/11/29 20:39:27.588`.
@@ -224,6 +236,11 @@ mod tests {
             shown("E1129 21:00:10.790000 595 torch/distributed/elastic/multiprocessing/api.py:986] failed"),
             Some("11-29T21:00:10.790000".into())
         );
+        // glog 0.6 and later, with the year.
+        assert_eq!(
+            shown("F20221031 10:52:42.193126 106986 eager_nccl_comm_manager.cpp:75] Check failed"),
+            Some("2022-10-31T10:52:42.193126".into())
+        );
         assert_eq!(
             shown("[Sun Nov 29 21:00:10 2026] Memory cgroup out of memory: Killed process 641 (python)"),
             Some("2026-11-29T21:00:10.000000".into())
@@ -253,6 +270,7 @@ mod tests {
             "step 12 | loss 0.42",
             "Error: 12:30 is not a time here",
             "E1129 is a code",
+            "E20221031 is a code too",
             "2026-11-29 is a date without a time",
             "[rank0]: 17:16:18",
             "Nov 2026 report",
