@@ -34,8 +34,8 @@ pub struct Prefixed<'a> {
 /// task label (`srun --label`: `3: `, the task number), Open MPI's
 /// `--tag-output` prefix (with `--timestamp-output`'s time), leading
 /// `[rankN]:` and `[<role>N]:` prefixes (in any order and number) and the
-/// spaces after them, then a program's
-/// own `[rankN] ` tag (no colon, a space after it). The rank is the
+/// spaces after them, then a program's own `[rankN] ` tag (no colon, a
+/// space after it). The rank is the
 /// `[rankN]` one, else the label's, the role's, SGLang's `TP` number or
 /// the Ray tag's `rank=` (or vLLM's `Worker_TPn`) number.
 pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
