@@ -18,7 +18,7 @@
 //! no sentence (the fatal error's own line says what happened).
 
 use crate::findings::FindingTable;
-use crate::written::{rank_list, scan_written, Grounding};
+use crate::written::{ranks_are, scan_written, Grounding};
 use coroner_logs::{DumpTool, StackDump, StackThread, Trigger};
 use coroner_model::{Context, Evidence, InputKind, Location, PyFrame};
 use coroner_rules::RuleSet;
@@ -91,21 +91,17 @@ fn apart(input: usize, display: &str, snapshot: &coroner_logs::DesyncSnapshot) -
         .collect();
     let first = started.first()?;
     let other = started.iter().find(|g| g.op != first.op)?;
-    let names = |g: &coroner_logs::DesyncGroup| rank_list(&g.ranks);
-    let verb = |g: &coroner_logs::DesyncGroup| if g.ranks.len() == 1 { "is" } else { "are" };
     Some(Wait {
         input,
         display: display.to_owned(),
         rank: snapshot.rank,
         collective: None,
         place: format!(
-            "{} {} in {} #{} while {} {} in {} #{}",
-            names(first),
-            verb(first),
+            "{} in {} #{} while {} in {} #{}",
+            ranks_are(&first.ranks),
             first.op,
             first.seq,
-            names(other),
-            verb(other),
+            ranks_are(&other.ranks),
             other.op,
             other.seq
         ),

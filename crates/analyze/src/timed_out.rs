@@ -31,7 +31,7 @@
 //! rather than recording it.
 
 use crate::findings::FindingTable;
-use crate::written::{rank_list, scan_written, Grounding};
+use crate::written::{ranks_are, scan_written, Grounding};
 use coroner_logs::strip_rank_prefix;
 use coroner_model::InputKind;
 use coroner_rules::RuleSet;
@@ -247,8 +247,7 @@ fn counted(ranks: &[&Stuck]) -> bool {
 /// where the ranks were grouped by operation alone (`counted` false).
 fn describe(group: &[&Stuck], seq: u64, counted: bool) -> String {
     let ranks: Vec<u32> = group.iter().map(|s| s.rank).collect();
-    let verb = if ranks.len() == 1 { "is" } else { "are" };
-    let head = format!("{} {verb} in {} #{seq}", rank_list(&ranks), group[0].op);
+    let head = format!("{} in {} #{seq}", ranks_are(&ranks), group[0].op);
     match group[0].count.filter(|_| counted) {
         Some(1) => format!("{head} with 1 element"),
         Some(count) => format!("{head} with {count} elements"),

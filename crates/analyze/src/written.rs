@@ -57,3 +57,9 @@ pub(crate) fn rank_list(ranks: &[u32]) -> String {
     let word = if ranks.len() == 1 { "rank" } else { "ranks" };
     format!("{word} {}", names.join(", "))
 }
+
+/// `rank 3 is`, `ranks 0, 1, 2 are`: the ranks as a sentence's subject.
+pub(crate) fn ranks_are(ranks: &[u32]) -> String {
+    let verb = if ranks.len() == 1 { "is" } else { "are" };
+    format!("{} {verb}", rank_list(ranks))
+}
