@@ -45,3 +45,33 @@ fn across_files_the_earliest_failure_is_the_root_cause() {
         .unwrap()
         .ends_with("rank2.log"));
 }
+
+#[test]
+fn the_programs_own_time_orders_lines_a_collector_stamped_alike() {
+    // A real Open MPI log (`--timestamp-output`, whole seconds) in which
+    // rank 37's glog line comes first but rank 4's glog time is earlier;
+    // then every line wrapped by a logging handler whose stamp is the same
+    // on all of them. Either way rank 4 failed first.
+    let path = "fixtures/wild/paddlepaddle-paddle-4043/log.txt";
+    let text = std::fs::read_to_string(path).unwrap();
+    let dir = std::env::temp_dir().join(format!("coroner-stamped-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stamped: String = text
+        .lines()
+        .map(|l| format!("2024-05-01 12:00:00,123 - INFO - {l}\n"))
+        .collect();
+    std::fs::write(dir.join("stamped.log"), stamped).unwrap();
+    for input in [
+        path.to_owned(),
+        dir.join("stamped.log").display().to_string(),
+    ] {
+        let (report, _) = analyze_json(&[input.as_str()]);
+        let root = &report["root_cause"];
+        assert_eq!(root["rank"], 4, "{input}: {root:#}");
+        assert_eq!(
+            report["findings"][0]["first_seen"]["time"], "09-11T14:31:16.029341",
+            "{input}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -365,8 +365,12 @@ impl FindingTable {
                         input: input.to_owned(),
                         line: anchor.number,
                         byte_offset: anchor.offset,
-                        time: line_time(&anchor.text)
-                            .or_else(|| line_time(unprefixed))
+                        // The program's own time, after a launcher's or a
+                        // collector's prefix, before the prefix's: it is when
+                        // the program reported, and it parts lines that a
+                        // coarser stamp puts at the same time.
+                        time: line_time(unprefixed)
+                            .or_else(|| line_time(&anchor.text))
                             .map(|t| t.display()),
                     },
                     order: (self.input, anchor.number),

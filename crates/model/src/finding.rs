@@ -10,7 +10,9 @@ pub struct Location {
     pub line: u64,
     /// Byte offset of the start of the line in the (decompressed) input.
     pub byte_offset: u64,
-    /// The wall-clock time the line starts with, when it has one:
+    /// The wall-clock time the line starts with, when it has one (the
+    /// time the program wrote after any launcher or collector prefix,
+    /// else the prefix's own):
     /// `2026-11-29T17:16:18.664318`, or `11-29T17:16:18.664318` from forms
     /// that print no year (glog, syslog).
     #[serde(default, skip_serializing_if = "Option::is_none")]
