@@ -15,6 +15,7 @@
 //! reading that no input records (a SIGKILL read as the OOM killer's),
 //! low for an echo or a warning.
 
+use crate::written::rank_list;
 use coroner_model::{
     Action, Category, Confidence, Finding, InputSummary, Role, RootCause, Severity,
 };
@@ -196,6 +197,12 @@ pub fn choose(
                 lag.rank, lag.issued, lag.others
             ));
             rank = Some(lag.rank);
+        } else if let Some(waiting) = waiting_for_rank_zero(&primary, &findings) {
+            summary.push_str(&format!(
+                " The watchdogs of {} fired and rank 0's did not: rank 0 was most likely busy with work of its own (preparing data, evaluating or saving a checkpoint alone) while the others waited in a collective, so look at what it was doing.",
+                rank_list(&waiting)
+            ));
+            rank = Some(0);
         }
     }
     if named == Named::SignOverException {
@@ -527,6 +534,24 @@ fn lagging_rank(findings: &[Finding]) -> Option<Lag> {
         issued: low.1,
         others: high,
     })
+}
+
+/// The ranks whose collectives timed out (the root cause's and the other
+/// findings'), when they are ranks 1 to k
+/// (two at least) and rank 0 reported no timeout: every rank but the first
+/// waited, most likely for rank 0, which a job often has do work alone
+/// (data preparation behind a barrier, evaluation, checkpoints). A lone
+/// rank's timeout says nothing of the others: it is left out.
+fn waiting_for_rank_zero(primary: &Finding, others: &[Finding]) -> Option<Vec<u32>> {
+    let mut ranks: Vec<u32> = std::iter::once(primary)
+        .chain(others)
+        .filter(|f| f.category == Category::CollectiveTimeout)
+        .filter_map(|f| f.rank)
+        .collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    let first_to_k = ranks.iter().copied().eq(1..=ranks.len() as u32);
+    (ranks.len() >= 2 && first_to_k).then_some(ranks)
 }
 
 fn unknown_summary(findings: &[Finding], inputs: &[InputSummary]) -> String {

@@ -337,3 +337,40 @@ fn a_known_failures_warning_is_named_over_an_exception_that_names_no_cause() {
     let (root, _) = choose(vec![arch, exception], &[], &|_| Standing::default());
     assert_eq!(root.rule.as_deref(), Some("exc"));
 }
+
+#[test]
+fn ranks_one_to_k_timed_out_without_rank_zero_name_rank_zero() {
+    let timeout = |rank, line| {
+        let mut f = cause(
+            "watchdog",
+            Category::CollectiveTimeout,
+            Severity::Error,
+            line,
+        );
+        f.rank = Some(rank);
+        f
+    };
+    let (root, _) = choose(
+        vec![timeout(1, 4), timeout(3, 5), timeout(2, 6)],
+        &[],
+        &|_| Standing::default(),
+    );
+    assert_eq!(root.rank, Some(0));
+    assert!(
+        root.summary
+            .contains("The watchdogs of ranks 1, 2, 3 fired and rank 0's did not"),
+        "{}",
+        root.summary
+    );
+    // A lone rank's timeout, ranks with a gap, and rank 0 among them name
+    // the rank of the first line, as before.
+    for ranks in [vec![1], vec![1, 3], vec![0, 1, 2]] {
+        let findings = ranks
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| timeout(r, i as u64 + 1))
+            .collect();
+        let (root, _) = choose(findings, &[], &|_| Standing::default());
+        assert_eq!(root.rank, Some(ranks[0]), "{ranks:?}");
+    }
+}
