@@ -1,7 +1,7 @@
 //! Wall-clock times read from the lines findings come from, and the
 //! earliest failure across inputs chosen by them.
 
-use crate::util::analyze_json;
+use crate::util::{analyze_json, Scratch};
 
 /// The first watchdog line of a real log, rank prefix removed.
 fn watchdog_line(path: &str) -> String {
@@ -47,31 +47,27 @@ fn across_files_the_earliest_failure_is_the_root_cause() {
 }
 
 #[test]
-fn the_programs_own_time_orders_lines_a_collector_stamped_alike() {
-    // A real Open MPI log (`--timestamp-output`, whole seconds) in which
-    // rank 37's glog line comes first but rank 4's glog time is earlier;
-    // then every line wrapped by a logging handler whose stamp is the same
-    // on all of them. Either way rank 4 failed first.
+fn the_programs_own_times_part_lines_a_collector_stamped_alike() {
+    // A real Open MPI log (`--timestamp-output`) in which rank 37's glog
+    // line comes first but rank 4's glog time is earlier: rank 4 failed
+    // first. Every line then wrapped by a logging handler whose stamp is the
+    // same on all of them: the stamp is the lines' time, and the glog times
+    // after it still part them.
     let path = "fixtures/wild/paddlepaddle-paddle-4043/log.txt";
     let text = std::fs::read_to_string(path).unwrap();
-    let dir = std::env::temp_dir().join(format!("coroner-stamped-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new("stamped");
     let stamped: String = text
         .lines()
         .map(|l| format!("2024-05-01 12:00:00,123 - INFO - {l}\n"))
         .collect();
-    std::fs::write(dir.join("stamped.log"), stamped).unwrap();
-    for input in [
-        path.to_owned(),
-        dir.join("stamped.log").display().to_string(),
+    std::fs::write(scratch.path("stamped.log"), stamped).unwrap();
+    for (input, time) in [
+        (path.to_owned(), "09-11T14:31:16.029341"),
+        (scratch.display("stamped.log"), "2024-05-01T12:00:00.123000"),
     ] {
         let (report, _) = analyze_json(&[input.as_str()]);
         let root = &report["root_cause"];
         assert_eq!(root["rank"], 4, "{input}: {root:#}");
-        assert_eq!(
-            report["findings"][0]["first_seen"]["time"], "09-11T14:31:16.029341",
-            "{input}"
-        );
+        assert_eq!(report["findings"][0]["first_seen"]["time"], time, "{input}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -340,6 +340,7 @@ impl FindingTable {
         let rank = captured_rank(&m.captures).or(m.line_rank).or(input_rank);
         let anchor = m.lines.first()?;
         let unprefixed = strip_rank_prefix(&anchor.text).rest;
+        let own_time = line_time(unprefixed);
         let host = captured_host(&m.captures)
             .or_else(|| line_host(unprefixed))
             .or_else(|| line_host(&anchor.text))
@@ -365,13 +366,11 @@ impl FindingTable {
                         input: input.to_owned(),
                         line: anchor.number,
                         byte_offset: anchor.offset,
-                        // The program's own time, after a launcher's or a
-                        // collector's prefix, before the prefix's: it is when
-                        // the program reported, and it parts lines that a
-                        // coarser stamp puts at the same time.
-                        time: line_time(unprefixed)
-                            .or_else(|| line_time(&anchor.text))
-                            .map(|t| t.display()),
+                        time: line_time(&anchor.text).or(own_time).map(|t| t.display()),
+                        // The program's own time after a prefix with a time
+                        // of its own: it parts lines the prefix's stamp puts
+                        // at one moment.
+                        own_time: line_time(&anchor.text).and(own_time).map(|t| t.display()),
                     },
                     order: (self.input, anchor.number),
                     // Sized for this match's lines: most findings keep one.

@@ -344,8 +344,9 @@ enum Named {
 /// failure that says more), an abort only when nothing before it in its
 /// input is a candidate, the earliest
 /// among equals: by the wall-clock time of its line when every tied
-/// finding has one (across inputs the order of the files says nothing),
-/// else the first seen.
+/// finding has one (across inputs the order of the files says nothing;
+/// equal times of a collector's stamp are parted by the times the program
+/// wrote after it), else the first seen.
 fn pick(
     findings: &[Finding],
     role: Role,
@@ -381,11 +382,14 @@ fn pick(
     let ranked = || candidates().filter(move |(_, f)| !(any_specific && is_generic(f)));
     let top = ranked().map(|(_, f)| f.severity).max()?;
     let tied = || ranked().filter(move |(_, f)| f.severity == top);
-    let timed: Option<Vec<(&str, usize)>> = tied()
-        .map(|(i, f)| f.first_seen.time_of_year().map(|t| (t, i)))
+    let timed: Option<Vec<(&str, Option<&str>, usize)>> = tied()
+        .map(|(i, f)| {
+            let at = &f.first_seen;
+            at.time_of_year().map(|t| (t, at.own_time_of_year(), i))
+        })
         .collect();
     match timed {
-        Some(timed) => timed.into_iter().min().map(|(_, i)| i),
+        Some(timed) => timed.into_iter().min().map(|(_, _, i)| i),
         None => tied().next().map(|(i, _)| i),
     }
 }

@@ -287,6 +287,7 @@ fn scan_sentence(table: &mut FindingTable, rules: &RuleSet, wait: &Wait, sentenc
         line: wait.evidence.line,
         byte_offset: 0,
         time: None,
+        own_time: None,
     };
     let grounding = Grounding {
         input: wait.input,

@@ -59,6 +59,7 @@ pub(crate) fn finding(
             line,
             byte_offset: 0,
             time: None,
+            own_time: None,
         },
         evidence: Vec::new(),
         captures: Default::default(),

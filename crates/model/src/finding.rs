@@ -10,22 +10,34 @@ pub struct Location {
     pub line: u64,
     /// Byte offset of the start of the line in the (decompressed) input.
     pub byte_offset: u64,
-    /// The wall-clock time the line starts with, when it has one (the
-    /// time the program wrote after any launcher or collector prefix,
-    /// else the prefix's own):
+    /// The wall-clock time the line starts with, when it has one:
     /// `2026-11-29T17:16:18.664318`, or `11-29T17:16:18.664318` from forms
     /// that print no year (glog, syslog).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time: Option<String>,
+    /// The time the program wrote after a launcher's or a collector's
+    /// prefix whose own time is `time`: it orders findings that the
+    /// prefix's (often coarser) time puts at one moment. Not reported.
+    #[serde(skip)]
+    pub own_time: Option<String>,
 }
 
 impl Location {
     /// The time as month, day and time of day, comparable across forms
     /// with and without a year.
     pub fn time_of_year(&self) -> Option<&str> {
-        let t = self.time.as_deref()?;
-        t.get(t.len().checked_sub(21)?..)
+        of_year(self.time.as_deref()?)
     }
+
+    /// [`Location::own_time`] as [`Location::time_of_year`] gives `time`.
+    pub fn own_time_of_year(&self) -> Option<&str> {
+        of_year(self.own_time.as_deref()?)
+    }
+}
+
+/// `11-29T17:16:18.664318`, from a time with or without its year.
+fn of_year(t: &str) -> Option<&str> {
+    t.get(t.len().checked_sub(21)?..)
 }
 
 /// A line that supports a finding.

@@ -464,6 +464,7 @@ mod tests {
                 line: 2,
                 byte_offset: 0,
                 time: None,
+                own_time: None,
             },
             evidence: vec![Evidence {
                 input: "<b>rank0.log".to_owned(),
