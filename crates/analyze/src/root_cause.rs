@@ -541,11 +541,11 @@ fn lagging_rank(findings: &[Finding]) -> Option<Lag> {
 }
 
 /// The ranks whose collectives timed out (the root cause's and the other
-/// findings'), when they are ranks 1 to k
-/// (two at least) and rank 0 reported no timeout: every rank but the first
-/// waited, most likely for rank 0, which a job often has do work alone
-/// (data preparation behind a barrier, evaluation, checkpoints). A lone
-/// rank's timeout says nothing of the others: it is left out.
+/// findings'), when they are ranks 1 to k (two at least) and rank 0
+/// reported no timeout: every rank but the first waited, most likely for
+/// rank 0, which jobs often leave to work alone (data preparation behind a
+/// barrier, evaluation, checkpoints). A lone rank's timeout says nothing
+/// of the others: it is left out.
 fn waiting_for_rank_zero(primary: &Finding, others: &[Finding]) -> Option<Vec<u32>> {
     let mut ranks: Vec<u32> = std::iter::once(primary)
         .chain(others)
