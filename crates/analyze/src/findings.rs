@@ -340,7 +340,6 @@ impl FindingTable {
         let rank = captured_rank(&m.captures).or(m.line_rank).or(input_rank);
         let anchor = m.lines.first()?;
         let unprefixed = strip_rank_prefix(&anchor.text).rest;
-        let own_time = line_time(unprefixed);
         let host = captured_host(&m.captures)
             .or_else(|| line_host(unprefixed))
             .or_else(|| line_host(&anchor.text))
@@ -356,6 +355,10 @@ impl FindingTable {
                 i
             }
             None => {
+                // The line's time, and the program's own after a prefix
+                // with a time of its own: it parts lines the prefix's stamp
+                // puts at one moment.
+                let (stamp, own_time) = (line_time(&anchor.text), line_time(unprefixed));
                 self.entries.push(Entry {
                     rule: m.rule,
                     rank,
@@ -366,11 +369,8 @@ impl FindingTable {
                         input: input.to_owned(),
                         line: anchor.number,
                         byte_offset: anchor.offset,
-                        time: line_time(&anchor.text).or(own_time).map(|t| t.display()),
-                        // The program's own time after a prefix with a time
-                        // of its own: it parts lines the prefix's stamp puts
-                        // at one moment.
-                        own_time: line_time(&anchor.text).and(own_time).map(|t| t.display()),
+                        time: stamp.or(own_time).map(|t| t.display()),
+                        own_time: stamp.and(own_time).map(|t| t.display()),
                     },
                     order: (self.input, anchor.number),
                     // Sized for this match's lines: most findings keep one.

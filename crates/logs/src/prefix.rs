@@ -1,4 +1,5 @@
 use crate::record::level_word;
+use crate::timestamp::ctime_stamp;
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_while1, take_while_m_n};
 use nom::character::complete::{char, digit1, one_of};
@@ -281,28 +282,14 @@ fn clock_before_rank(s: &str) -> IResult<&str, &str> {
 /// stream alone when only `--timestamp-output` is given
 /// (`Mon Sep 11 14:31:16 2017<stderr>:`): removed, the rank kept.
 fn mpi_tag(s: &str) -> IResult<&str, Option<u32>> {
-    let letters = || take_while_m_n(3, 3, |c: char| c.is_ascii_alphabetic());
-    let ctime = || {
-        (
-            letters(),
-            char(' '),
-            letters(),
-            take_while_m_n(1, 2, |c| c == ' '),
-            take_while_m_n(1, 2, |c: char| c.is_ascii_digit()),
-            char(' '),
-            (digits(2), char(':'), digits(2), char(':'), digits(2)),
-            char(' '),
-            digits(4),
-        )
-    };
     let job_and_rank = delimited(
         (char('['), digit1, char(',')),
         map_res(digit1, str::parse::<u32>),
         char(']'),
     );
     let stream = || (char('<'), alt((tag("stdout"), tag("stderr"))), tag(">:"));
-    let tagged = (opt(ctime()), job_and_rank, stream()).map(|(_, rank, _)| Some(rank));
-    let timed = (ctime(), stream()).map(|_| None);
+    let tagged = (opt(ctime_stamp), job_and_rank, stream()).map(|(_, rank, _)| Some(rank));
+    let timed = (ctime_stamp, stream()).map(|_| None);
     alt((tagged, timed)).parse(s)
 }
 

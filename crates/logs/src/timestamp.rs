@@ -105,6 +105,13 @@ fn iso(t: &str) -> IResult<&str, LineTime> {
 
 /// `Sun Nov 29 21:00:10 2026` (`dmesg -T`, with its closing `]`).
 fn ctime(t: &str) -> IResult<&str, LineTime> {
+    terminated(ctime_stamp, (many0(char(']')), peek(alt((space1, eof))))).parse(t)
+}
+
+/// C's `ctime`, `Sun Nov 29 21:00:10 2026`, whatever follows the year:
+/// `dmesg -T`'s time and the one Open MPI's `--timestamp-output` puts
+/// before its tag (`Mon Sep 11 14:31:16 2017[1,37]<stderr>:`).
+pub(crate) fn ctime_stamp(t: &str) -> IResult<&str, LineTime> {
     let (rest, (_, _, month, _, day, _, nanos, _, _, year)) = (
         take_while_m_n(3, 3, |c: char| c.is_ascii_alphabetic()),
         space1,
@@ -115,12 +122,9 @@ fn ctime(t: &str) -> IResult<&str, LineTime> {
         clock,
         take_till(char::is_whitespace),
         space1,
-        terminated(
-            map_res(
-                take_while_m_n(4, 4, |c: char| c.is_ascii_digit()),
-                str::parse::<u16>,
-            ),
-            (many0(char(']')), peek(alt((space1, eof)))),
+        map_res(
+            take_while_m_n(4, 4, |c: char| c.is_ascii_digit()),
+            str::parse::<u16>,
         ),
     )
         .parse(t)?;
