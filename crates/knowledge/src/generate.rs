@@ -303,6 +303,9 @@ fn cuda_rule(
             r"Runtime API error \d+: (?P<what>{})",
             alternation(&messages)
         ),
+        // MSCCL++'s driver-call check: `Call to cuMemCreate(...) failed.
+        // <file>:<line> (Cu failure: operation not permitted)`.
+        format!(r"\(Cu failure: (?P<what>{})\)", alternation(&messages)),
         format!(
             r"(?i:CUDA error) : [^\n]*? : \(\d+\) (?P<what>{})",
             alternation(&messages)
@@ -339,6 +342,7 @@ fn cuda_rule(
         "THCudaCheck FAIL".to_owned(),
         "Triton Error [CUDA]".to_owned(),
         "Runtime API error".to_owned(),
+        "(Cu failure: ".to_owned(),
         ", reason: ".to_owned(),
         "CUDA initialization failure".to_owned(),
         "cuInit(0) returned".to_owned(),
