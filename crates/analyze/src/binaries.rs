@@ -2,25 +2,22 @@
 //! directory often holds the program that crashed next to its core, so
 //! their folders are searched for the binaries a host core names.
 
-use coroner_ingest::{parallel_map, Input, InputSource};
+use coroner_ingest::{is_loadable_elf, parallel_map, Input, InputSource};
 use std::io::Read;
 use std::path::PathBuf;
 
-/// `ET_EXEC` and `ET_DYN`: the ELF types of executables and libraries.
-const LOADABLE: [u16; 2] = [2, 3];
-
-/// Whether the file at `input` is an ELF executable or shared library.
+/// Whether the file at `input` is an ELF executable or shared library:
+/// known from the walk where it read the file's head, else read here.
 pub(crate) fn is_elf_binary(input: &Input) -> bool {
+    if let Some(known) = input.loadable_elf {
+        return known;
+    }
     let InputSource::File(path) = &input.source else {
         return false;
     };
     let mut head = [0u8; 18];
     let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
-    if read.is_err() || !head.starts_with(b"\x7fELF") {
-        return false;
-    }
-    // e_type, little-endian (the only byte order coroner's readers take).
-    LOADABLE.contains(&u16::from_le_bytes([head[16], head[17]]))
+    read.is_ok() && is_loadable_elf(&head)
 }
 
 /// The folders holding ELF binaries among `inputs`, without duplicates, in

@@ -64,6 +64,7 @@ fn findings_in(set: &RuleSet, text: impl AsRef<[u8]>, kind: InputKind) -> Vec<Fi
         source: InputSource::Stdin,
         rank: None,
         explicit: true,
+        loadable_elf: None,
     };
     let mut summary = InputSummary::new(input.display.clone(), InputKind::Log);
     let mut table = FindingTable::for_input(0);

@@ -967,6 +967,7 @@ mod tests {
             source: InputSource::Stdin,
             rank: Some(3),
             explicit: true,
+            loadable_elf: None,
         };
         let rules = RuleSet::new(Vec::new()).unwrap_or_else(|e| panic!("{e:?}"));
         let mut table = FindingTable::for_input(0);

@@ -255,6 +255,7 @@ mod tests {
             source: InputSource::File(path.clone()),
             rank: None,
             explicit: true,
+            loadable_elf: None,
         };
         (path, input)
     }

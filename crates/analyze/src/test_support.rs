@@ -23,6 +23,7 @@ pub(crate) fn scanned(text: &[u8], rules: &RuleSet) -> (FindingTable, InputSumma
         source: InputSource::Stdin,
         rank: None,
         explicit: true,
+        loadable_elf: None,
     };
     let mut table = FindingTable::for_input(0);
     let mut summary = InputSummary::new("log", InputKind::Log);

@@ -132,6 +132,7 @@ fn scan_sentences(
         source: InputSource::Stdin,
         rank,
         explicit: true,
+        loadable_elf: None,
     };
     let mut scratch = InputSummary::new(input.display.clone(), kind);
     scan_text(&source, kind, text.as_bytes(), rules, table, &mut scratch);

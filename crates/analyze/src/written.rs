@@ -34,6 +34,7 @@ pub(crate) fn scan_written(
         source: InputSource::Stdin,
         rank: grounding.rank,
         explicit: true,
+        loadable_elf: None,
     };
     let mut own = FindingTable::for_input(grounding.input);
     let mut summary = InputSummary::new(grounding.display.clone(), kind);

@@ -86,17 +86,57 @@ const EVIDENCE_MARKERS: &[&str] = &[
 /// `nvidia-smi`, a core dump), compressed or binary content, and a file
 /// that cannot be read here are left for the readers.
 pub fn authored_kind(path: &Path) -> Option<Authored> {
-    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
-    match kind_by_name(&name) {
-        NameSays::Authored(kind) => Some(kind),
-        NameSays::DataFormat => {
-            let ends = read_ends(path).ok()?;
-            (!holds_evidence(&ends)).then_some(Authored::Config)
-        }
-        NameSays::Nothing => {
-            let ends = read_ends(path).ok()?;
-            is_source(&ends).then_some(Authored::Source)
-        }
+    look(path).authored
+}
+
+/// What reading a file's name, and its ends where the name does not
+/// settle it, says of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Look {
+    /// See [`authored_kind`].
+    pub(crate) authored: Option<Authored>,
+    /// Whether its head is an ELF executable or shared library; `None`
+    /// where the head was not read.
+    pub(crate) loadable_elf: Option<bool>,
+}
+
+pub(crate) fn look(path: &Path) -> Look {
+    let named = |authored| Look {
+        authored,
+        loadable_elf: None,
+    };
+    let Some(name) = path.file_name() else {
+        return named(None);
+    };
+    let name = name.to_string_lossy().to_ascii_lowercase();
+    let says = kind_by_name(&name);
+    if let NameSays::Authored(kind) = says {
+        return named(Some(kind));
+    }
+    let Ok(ends) = read_ends(path) else {
+        return named(None);
+    };
+    let authored = match says {
+        NameSays::DataFormat => (!holds_evidence(&ends)).then_some(Authored::Config),
+        _ => is_source(&ends).then_some(Authored::Source),
+    };
+    Look {
+        authored,
+        loadable_elf: Some(is_loadable_elf(&ends.head)),
+    }
+}
+
+/// `ET_EXEC` and `ET_DYN`: the ELF types of executables and libraries.
+const LOADABLE: [u16; 2] = [2, 3];
+
+/// Whether `head`, a file's first bytes, starts an ELF executable or
+/// shared library (little-endian, the only byte order coroner's readers
+/// take).
+pub fn is_loadable_elf(head: &[u8]) -> bool {
+    // e_type, at bytes 16 and 17.
+    match (head.starts_with(b"\x7fELF"), head.get(16..18)) {
+        (true, Some(&[low, high])) => LOADABLE.contains(&u16::from_le_bytes([low, high])),
+        _ => false,
     }
 }
 
@@ -234,6 +274,29 @@ fn holds_evidence(ends: &Ends) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_walks_look_at_a_files_head_tells_a_loadable_elf_from_a_log() {
+        let fixture = |rel: &str| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../fixtures")
+                .join(rel)
+        };
+        let binary = look(&fixture("real-gpu/bin/segv"));
+        assert_eq!((binary.authored, binary.loadable_elf), (None, Some(true)));
+        let log = look(&fixture("real-gpu/logs/torchrun_kill.log"));
+        assert_eq!((log.authored, log.loadable_elf), (None, Some(false)));
+        // A name that settles it is not read.
+        assert_eq!(look(Path::new("no/such/train.py")).loadable_elf, None);
+        // An ELF core (type 4) is no executable or library.
+        let mut core = b"\x7fELF\x02\x01\x01".to_vec();
+        core.resize(16, 0);
+        core.extend([4, 0]);
+        assert!(!is_loadable_elf(&core));
+        core[16] = 3;
+        assert!(is_loadable_elf(&core));
+        assert!(!is_loadable_elf(&core[..17]));
+    }
 
     fn by_name(name: &str) -> Option<Authored> {
         match kind_by_name(name) {

@@ -26,6 +26,9 @@ pub struct Input {
     pub rank: Option<u32>,
     /// Named on the command line, rather than found in a directory.
     pub explicit: bool,
+    /// Whether it is an ELF executable or shared library, where the walk
+    /// already read its head; `None` where nothing has read it yet.
+    pub loadable_elf: Option<bool>,
 }
 
 /// What [`discover`] found.
@@ -61,6 +64,7 @@ pub fn discover(paths: &[String], selection: &Selection) -> Discovery {
                 source: InputSource::Stdin,
                 rank: None,
                 explicit: true,
+                loadable_elf: Some(false),
             });
             continue;
         }
@@ -102,6 +106,7 @@ pub(crate) fn file_input(path: &Path, explicit: bool) -> Input {
         source: InputSource::File(path.to_path_buf()),
         rank: rank_from_path(path),
         explicit,
+        loadable_elf: None,
     }
 }
 

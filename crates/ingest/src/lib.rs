@@ -51,7 +51,7 @@ mod walk;
 mod xz_streams;
 mod zstd_frames;
 
-pub use authored::{authored_kind, Authored, LOOK_LEN};
+pub use authored::{authored_kind, is_loadable_elf, Authored, LOOK_LEN};
 pub use blocks::{Block, BlockReader, BLOCK_LEN, MAX_LINE};
 pub use clean::{clean_line, has_web_text, quote_markers};
 pub use discover::{discover, rank_from_path, Discovery, Input, InputSource};

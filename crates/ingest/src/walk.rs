@@ -1,8 +1,8 @@
 //! Walking one directory named on the command line: which of its files are
 //! inputs, and what was passed over and why.
 
-use crate::authored::authored_kind;
-use crate::discover::{file_input, Discovery};
+use crate::authored::look;
+use crate::discover::{file_input, Discovery, Input};
 use crate::parallel::parallel_map;
 use crate::selection::{IgnoreFiles, IgnoreVerdict, Selection, IGNORE_FILE};
 use coroner_model::shown_path;
@@ -104,7 +104,7 @@ enum Verdict {
 /// is read, not listed); then `--exclude`, `--include` and the
 /// `.coronerignore` files decide, in that order, and what none of them
 /// names is read unless it is source code, a notebook, a config or a doc
-/// ([`authored_kind`]). A directory left out is not entered.
+/// ([`crate::authored_kind`]). A directory left out is not entered.
 pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
     let mut walked = WalkedDirectory {
         display: shown_path(root),
@@ -181,14 +181,15 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
         }
     }
     // Reading each file's ends is most of a large directory's walk.
-    let authored = parallel_map(&files, |_, f| {
-        f.unsettled && authored_kind(&f.path).is_some()
-    });
-    for (file, authored) in files.iter().zip(authored) {
-        if authored {
+    let looks = parallel_map(&files, |_, f| f.unsettled.then(|| look(&f.path)));
+    for (file, looked) in files.iter().zip(looks) {
+        if looked.is_some_and(|l| l.authored.is_some()) {
             walked.authored.push(&file.rel, false);
         } else {
-            found.inputs.push(file_input(&file.path, false));
+            found.inputs.push(Input {
+                loadable_elf: looked.and_then(|l| l.loadable_elf),
+                ..file_input(&file.path, false)
+            });
         }
     }
     if !walked.is_empty() {
