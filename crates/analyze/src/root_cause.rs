@@ -141,7 +141,6 @@ pub fn choose(
                     .filter(|f| f.category == primary.category)
                     .find_map(|f| f.rank)
             })
-            .or_else(|| sole_rank(&primary, &findings))
     }
     .or_else(|| launcher_local_rank(&primary, &findings));
     let allocated_on = rank
@@ -453,28 +452,6 @@ fn launcher_local_rank(primary: &Finding, others: &[Finding]) -> Option<u32> {
     });
     let first = named.next()?;
     named.all(|r| r == first).then_some(first)
-}
-
-/// When the root cause's own line names no rank and every error of its
-/// input that names one names the same rank, that rank: the output is one
-/// rank's (`[rank0]:` on its traceback, not on the library's line before
-/// it), so the failure is that rank's. Warnings and context lines do not
-/// count, nor does what happens to the whole job (a time limit, a
-/// preemption, a node lost).
-fn sole_rank(primary: &Finding, others: &[Finding]) -> Option<u32> {
-    if matches!(
-        primary.category,
-        Category::TimeLimit | Category::Preempted | Category::NodeFailure
-    ) {
-        return None;
-    }
-    let mut ranks = others
-        .iter()
-        .filter(|f| f.first_seen.input == primary.first_seen.input)
-        .filter(|f| f.severity >= Severity::Error && f.role != Role::Context)
-        .filter_map(|f| f.rank);
-    let first = ranks.next()?;
-    ranks.all(|r| r == first).then_some(first)
 }
 
 /// With no rank named anywhere, the CUDA device a framework's

@@ -100,6 +100,8 @@ pub(crate) struct Look {
     pub(crate) loadable_elf: Option<bool>,
 }
 
+/// Reads `path`'s name, and its ends where the name does not settle what
+/// it is (see [`authored_kind`]).
 pub(crate) fn look(path: &Path) -> Look {
     let named = |authored| Look {
         authored,

@@ -27,7 +27,8 @@ pub struct Input {
     /// Named on the command line, rather than found in a directory.
     pub explicit: bool,
     /// Whether it is an ELF executable or shared library, where the walk
-    /// already read its head; `None` where nothing has read it yet.
+    /// already read its head (`Some(false)` for standard input); `None`
+    /// where nothing has read it yet.
     pub loadable_elf: Option<bool>,
 }
 

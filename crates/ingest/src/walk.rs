@@ -237,6 +237,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_walk_tells_each_input_whether_its_head_is_a_program() {
+        let root =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/incidents/gpu-exception");
+        let mut found = Discovery::default();
+        walk(&root, &Selection::default(), &mut found);
+        let hint = |name: &str| {
+            found
+                .inputs
+                .iter()
+                .find(|i| i.display.ends_with(name))
+                .map(|i| i.loadable_elf)
+        };
+        assert_eq!(hint("bin/trainer"), Some(Some(true)));
+        assert_eq!(hint("train.log"), Some(Some(false)));
+    }
+
+    #[test]
     fn notes_count_and_name_the_first_few() {
         let mut walked = WalkedDirectory::default();
         for name in ["a.py", "b.md", "c.yaml", "d.ipynb", "e.sh", "f.rs", "g.cu"] {

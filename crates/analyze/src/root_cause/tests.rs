@@ -209,28 +209,6 @@ fn the_rank_comes_from_a_finding_of_the_same_category() {
 }
 
 #[test]
-fn the_one_rank_an_input_names_is_the_rank_of_a_cause_that_names_none() {
-    let traceback = |rank: u32, line: u64| {
-        let mut f = cause("traceback", Category::PythonError, Severity::Error, line);
-        f.rank = Some(rank);
-        f
-    };
-    let nccl = || cause("nccl", Category::NcclConfig, Severity::Critical, 1);
-    let (root, _) = choose(vec![nccl(), traceback(0, 4)], &[], &|_| Standing::default());
-    assert_eq!(root.rule.as_deref(), Some("nccl"));
-    assert_eq!(root.rank, Some(0));
-    // Two ranks in the output: no one of them is the failing one.
-    let (root, _) = choose(vec![nccl(), traceback(0, 4), traceback(1, 9)], &[], &|_| {
-        Standing::default()
-    });
-    assert_eq!(root.rank, None);
-    // The whole job's end is no rank's.
-    let limit = cause("limit", Category::TimeLimit, Severity::Critical, 1);
-    let (root, _) = choose(vec![limit, traceback(0, 4)], &[], &|_| Standing::default());
-    assert_eq!(root.rank, None);
-}
-
-#[test]
 fn a_launchers_first_failure_names_the_rank_over_a_lines_rank() {
     let mut line = cause("line", Category::ShmExhausted, Severity::Critical, 3);
     line.rank = Some(1);
