@@ -1,8 +1,8 @@
-//! Arbitrary bytes as log lines with thread stack dumps and desync reports
-//! in them.
+//! Arbitrary bytes as log lines with thread stack dumps, desync reports
+//! and Horovod's stall reports in them.
 #![no_main]
 
-use coroner_logs::{strip_rank_prefix, DesyncReader, StackDumpReader};
+use coroner_logs::{strip_rank_prefix, DesyncReader, StackDumpReader, StallReader};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -11,6 +11,8 @@ fuzz_target!(|data: &[u8]| {
     let mut desyncs = DesyncReader::new();
     let mut out = Vec::new();
     let mut snapshots = Vec::new();
+    let mut stalls = StallReader::new();
+    let mut reports = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let p = strip_rank_prefix(line);
         reader.feed(p.rest, line, p.rank, i as u64 + 1, i % 7 != 6, &mut out);
@@ -22,9 +24,12 @@ fuzz_target!(|data: &[u8]| {
             i % 7 != 6,
             &mut snapshots,
         );
+        stalls.feed(p.rest, line, p.rank, i as u64 + 1, i % 7 != 6, &mut reports);
     }
     reader.finish(&mut out);
     desyncs.finish(&mut snapshots);
+    stalls.finish(&mut reports);
+    assert!(reports.iter().all(|r| !r.entries.is_empty() && r.entries.len() <= 256));
     assert!(snapshots.iter().all(|s| !s.groups.is_empty()));
     for dump in &out {
         assert!(!dump.threads.is_empty());

@@ -85,6 +85,8 @@ pub(crate) struct FindingTable {
     pub(crate) stack_dumps: Vec<(usize, String, coroner_logs::StackDump)>,
     /// The desync reports' snapshots read, like `stack_dumps`.
     pub(crate) desyncs: Vec<(usize, String, coroner_logs::DesyncSnapshot)>,
+    /// Horovod's stall reports read, like `stack_dumps`.
+    pub(crate) stall_reports: Vec<(usize, String, coroner_logs::StallReport)>,
     /// The flight-recorder dumps read, with the position and display path
     /// of their input and their rank.
     pub(crate) flight_records: Vec<(usize, String, u32, coroner_dumps::flight::FlightRecord)>,
@@ -92,6 +94,10 @@ pub(crate) struct FindingTable {
 
 /// Stack dumps kept per incident at most.
 const MAX_STACK_DUMPS: usize = 4096;
+
+/// Stall reports kept per incident at most (each holds up to a few
+/// hundred lines).
+const MAX_STALL_REPORTS: usize = 64;
 
 /// Where the first evidence of a new finding sits, so that the caller can
 /// add the lines that follow it.
@@ -140,6 +146,12 @@ impl FindingTable {
             snapshot.line = to(snapshot.line);
             for group in &mut snapshot.groups {
                 group.line = to(group.line);
+            }
+        }
+        for (_, _, report) in &mut self.stall_reports {
+            report.line = to(report.line);
+            for entry in &mut report.entries {
+                entry.line = to(entry.line);
             }
         }
         for (_, _, dump) in &mut self.stack_dumps {
@@ -278,6 +290,21 @@ impl FindingTable {
         );
     }
 
+    /// Keeps the stall reports read from input `display`.
+    pub(crate) fn add_stall_reports(
+        &mut self,
+        display: &str,
+        reports: Vec<coroner_logs::StallReport>,
+    ) {
+        let room = MAX_STALL_REPORTS.saturating_sub(self.stall_reports.len());
+        self.stall_reports.extend(
+            reports
+                .into_iter()
+                .take(room)
+                .map(|r| (self.input, display.to_owned(), r)),
+        );
+    }
+
     /// Keeps the stack dumps read from input `display`.
     pub(crate) fn add_stack_dumps(&mut self, display: &str, dumps: Vec<coroner_logs::StackDump>) {
         let room = MAX_STACK_DUMPS.saturating_sub(self.stack_dumps.len());
@@ -300,6 +327,9 @@ impl FindingTable {
         self.flight_records.extend(other.flight_records);
         let room = MAX_STACK_DUMPS.saturating_sub(self.desyncs.len());
         self.desyncs.extend(other.desyncs.into_iter().take(room));
+        let room = MAX_STALL_REPORTS.saturating_sub(self.stall_reports.len());
+        self.stall_reports
+            .extend(other.stall_reports.into_iter().take(room));
         if self.entries.is_empty() {
             // Nothing to collapse into: the other table's findings and
             // index are taken whole rather than copied one by one.

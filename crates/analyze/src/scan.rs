@@ -131,6 +131,8 @@ struct TextScan<'a> {
     read_stacks: Vec<coroner_logs::StackDump>,
     desyncs: coroner_logs::DesyncReader,
     read_desyncs: Vec<coroner_logs::DesyncSnapshot>,
+    stalls: coroner_logs::StallReader,
+    read_stalls: Vec<coroner_logs::StallReport>,
     /// The `mp.spawn` child whose traceback is being printed, if any.
     spawned: Option<Spawned>,
     /// The last line handled, when it held a rule's literal: the next
@@ -323,6 +325,8 @@ pub(crate) fn scan_part(
         read_stacks: Vec::new(),
         desyncs: coroner_logs::DesyncReader::new(),
         read_desyncs: Vec::new(),
+        stalls: coroner_logs::StallReader::new(),
+        read_stalls: Vec::new(),
         spawned: None,
         joinable: Joinable::default(),
         // A part cut from a larger file, or a growing input, keeps its
@@ -349,7 +353,10 @@ pub(crate) fn scan_part(
     summary.bytes = blocks.offset();
     summary.lines = scan.line;
     summary.last_text_line = scan.text_line;
-    let open_at_end = scan.tracebacks.is_open() || scan.stacks.is_open() || scan.desyncs.is_open();
+    let open_at_end = scan.tracebacks.is_open()
+        || scan.stacks.is_open()
+        || scan.desyncs.is_open()
+        || scan.stalls.is_open();
     if let Some(after) = part.after {
         scan.finish_open(after, part.offset + blocks.offset());
     }
@@ -373,6 +380,9 @@ pub(crate) fn scan_part(
     scan.desyncs.finish(&mut scan.read_desyncs);
     let desyncs = std::mem::take(&mut scan.read_desyncs);
     scan.table.add_desyncs(&input.display, desyncs);
+    scan.stalls.finish(&mut scan.read_stalls);
+    let stalls = std::mem::take(&mut scan.read_stalls);
+    scan.table.add_stall_reports(&input.display, stalls);
     let tracebacks: Vec<_> = scan
         .read_tracebacks
         .drain(..)
@@ -409,6 +419,7 @@ impl TextScan<'_> {
             || self.tracebacks.is_open()
             || self.stacks.is_open()
             || self.desyncs.is_open()
+            || self.stalls.is_open()
             || self.joinable.is_held()
     }
 
@@ -748,6 +759,14 @@ impl TextScan<'_> {
             number,
             feed == Feed::All,
             &mut self.read_desyncs,
+        );
+        self.stalls.feed(
+            prefixed.rest,
+            &text,
+            own_rank.or(self.input_rank),
+            number,
+            feed == Feed::All,
+            &mut self.read_stalls,
         );
         let mut line = Line {
             number,

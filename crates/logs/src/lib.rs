@@ -29,6 +29,7 @@ mod prefix;
 mod record;
 mod spawned;
 mod stack_dump;
+mod stall;
 mod template;
 mod timestamp;
 mod traceback;
@@ -43,6 +44,7 @@ pub use record::{
 };
 pub use spawned::spawned_process;
 pub use stack_dump::{DumpTool, StackDump, StackDumpReader, StackThread, Trigger};
+pub use stall::{StallEntry, StallFact, StallReader, StallReport, StallSide};
 pub use template::suspicious_template;
 pub use timestamp::{line_time, LineTime};
 pub use traceback::{
