@@ -24,12 +24,15 @@ fuzz_target!(|data: &[u8]| {
             i % 7 != 6,
             &mut snapshots,
         );
-        stalls.feed(p.rest, line, p.rank, i as u64 + 1, i % 7 != 6, &mut reports);
+        stalls.feed(p.rest, line, i as u64 + 1, i % 7 != 6, &mut reports);
     }
     reader.finish(&mut out);
     desyncs.finish(&mut snapshots);
     stalls.finish(&mut reports);
-    assert!(reports.iter().all(|r| !r.entries.is_empty() && r.entries.len() <= 256));
+    for report in &reports {
+        assert!(!report.entries.is_empty() && report.entries.len() <= 256);
+        assert!(report.entries.iter().all(|e| report.text_of(e.line).is_some()));
+    }
     assert!(snapshots.iter().all(|s| !s.groups.is_empty()));
     for dump in &out {
         assert!(!dump.threads.is_empty());

@@ -99,6 +99,12 @@ const MAX_STACK_DUMPS: usize = 4096;
 /// hundred lines).
 const MAX_STALL_REPORTS: usize = 64;
 
+/// Appends `items` to `into` while it holds fewer than `cap`.
+fn extend_capped<T>(into: &mut Vec<T>, items: impl IntoIterator<Item = T>, cap: usize) {
+    let room = cap.saturating_sub(into.len());
+    into.extend(items.into_iter().take(room));
+}
+
 /// Where the first evidence of a new finding sits, so that the caller can
 /// add the lines that follow it.
 pub(crate) type EvidenceSlot = (usize, usize);
@@ -281,13 +287,10 @@ impl FindingTable {
         display: &str,
         snapshots: Vec<coroner_logs::DesyncSnapshot>,
     ) {
-        let room = MAX_STACK_DUMPS.saturating_sub(self.desyncs.len());
-        self.desyncs.extend(
-            snapshots
-                .into_iter()
-                .take(room)
-                .map(|d| (self.input, display.to_owned(), d)),
-        );
+        let tagged = snapshots
+            .into_iter()
+            .map(|d| (self.input, display.to_owned(), d));
+        extend_capped(&mut self.desyncs, tagged, MAX_STACK_DUMPS);
     }
 
     /// Keeps the stall reports read from input `display`.
@@ -296,24 +299,18 @@ impl FindingTable {
         display: &str,
         reports: Vec<coroner_logs::StallReport>,
     ) {
-        let room = MAX_STALL_REPORTS.saturating_sub(self.stall_reports.len());
-        self.stall_reports.extend(
-            reports
-                .into_iter()
-                .take(room)
-                .map(|r| (self.input, display.to_owned(), r)),
-        );
+        let tagged = reports
+            .into_iter()
+            .map(|r| (self.input, display.to_owned(), r));
+        extend_capped(&mut self.stall_reports, tagged, MAX_STALL_REPORTS);
     }
 
     /// Keeps the stack dumps read from input `display`.
     pub(crate) fn add_stack_dumps(&mut self, display: &str, dumps: Vec<coroner_logs::StackDump>) {
-        let room = MAX_STACK_DUMPS.saturating_sub(self.stack_dumps.len());
-        self.stack_dumps.extend(
-            dumps
-                .into_iter()
-                .take(room)
-                .map(|d| (self.input, display.to_owned(), d)),
-        );
+        let tagged = dumps
+            .into_iter()
+            .map(|d| (self.input, display.to_owned(), d));
+        extend_capped(&mut self.stack_dumps, tagged, MAX_STACK_DUMPS);
     }
 
     /// Adds the findings of a later input, or of a later part of the same
@@ -321,15 +318,14 @@ impl FindingTable {
     /// finding.
     pub(crate) fn merge(&mut self, other: FindingTable) {
         self.unread.merge(other.unread);
-        let room = MAX_STACK_DUMPS.saturating_sub(self.stack_dumps.len());
-        self.stack_dumps
-            .extend(other.stack_dumps.into_iter().take(room));
+        extend_capped(&mut self.stack_dumps, other.stack_dumps, MAX_STACK_DUMPS);
         self.flight_records.extend(other.flight_records);
-        let room = MAX_STACK_DUMPS.saturating_sub(self.desyncs.len());
-        self.desyncs.extend(other.desyncs.into_iter().take(room));
-        let room = MAX_STALL_REPORTS.saturating_sub(self.stall_reports.len());
-        self.stall_reports
-            .extend(other.stall_reports.into_iter().take(room));
+        extend_capped(&mut self.desyncs, other.desyncs, MAX_STACK_DUMPS);
+        extend_capped(
+            &mut self.stall_reports,
+            other.stall_reports,
+            MAX_STALL_REPORTS,
+        );
         if self.entries.is_empty() {
             // Nothing to collapse into: the other table's findings and
             // index are taken whole rather than copied one by one.

@@ -26,7 +26,7 @@ pub mod root_cause;
 mod scan;
 mod split;
 mod stacks;
-mod stalled;
+mod submitted_tensors;
 mod tail;
 #[cfg(test)]
 mod test_support;
@@ -175,7 +175,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     versions::scan_versions(&mut table, rules, &discovery.inputs);
     stacks::scan_stacks(&mut table, rules);
     timed_out::scan_timed_out(&mut table, rules);
-    stalled::scan_stall_reports(&mut table, rules);
+    submitted_tensors::scan_submitted_tensors(&mut table, rules);
     torch_dumps::scan_flight_records(&mut table, rules);
     let unread = std::mem::take(&mut table.unread);
     let mut findings = table.into_findings(rules);

@@ -763,7 +763,6 @@ impl TextScan<'_> {
         self.stalls.feed(
             prefixed.rest,
             &text,
-            own_rank.or(self.input_rank),
             number,
             feed == Feed::All,
             &mut self.read_stalls,

@@ -24,18 +24,19 @@
 
 mod desync;
 mod embedded;
+mod horovod_stall;
 mod host;
 mod prefix;
 mod record;
 mod spawned;
 mod stack_dump;
-mod stall;
 mod template;
 mod timestamp;
 mod traceback;
 
 pub use desync::{DesyncGroup, DesyncReader, DesyncSnapshot};
 pub use embedded::embedded_message;
+pub use horovod_stall::{StallEntry, StallFact, StallReader, StallReport, StallSide};
 pub use host::{is_host_name, line_host, nccl_process, NcclProcess};
 pub use prefix::{strip_rank_prefix, Prefixed};
 pub use record::{
@@ -44,7 +45,6 @@ pub use record::{
 };
 pub use spawned::spawned_process;
 pub use stack_dump::{DumpTool, StackDump, StackDumpReader, StackThread, Trigger};
-pub use stall::{StallEntry, StallFact, StallReader, StallReport, StallSide};
 pub use template::suspicious_template;
 pub use timestamp::{line_time, LineTime};
 pub use traceback::{

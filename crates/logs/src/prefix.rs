@@ -27,7 +27,8 @@ pub struct Prefixed<'a> {
 /// `10.0.0.3: `), a syslog or `journalctl` header (`Nov 29 21:00:10
 /// gpu-node-3 python[4242]: `), a collector's RFC 3339 time (`kubectl
 /// logs --timestamps`, `docker logs -t`: `2026-11-29T21:00:10.123456789Z
-/// `) or a logging setup's time and level, and the program's own time
+/// `; with `stderr F ` after it in a container runtime's log file) or a
+/// logging setup's time and level, and the program's own time
 /// after it, Ray's worker tag (`(RayTrainWorker pid=1234, ip=10.0.0.1) `,
 /// `(VllmWorker rank=0 pid=4716) `, `(raylet) `) with the
 /// ` [repeated 3x across cluster]` Ray's log deduplication appends, a
@@ -320,8 +321,10 @@ fn c10d_rank(s: &str) -> Option<u32> {
 /// `s` without the time a collector or a logging setup puts in front of
 /// every line, followed by a space (or ` - `, ` | `): an RFC 3339 time
 /// (`2026-11-29T21:00:10.123Z`), or a date and a time of day, bracketed or
-/// not (`2026-11-29 21:00:10,123`, `[2026-11-29 21:00:10]`), and then a
-/// level word, bracketed or not (`INFO`, `[ERROR]`), with its separator.
+/// not (`2026-11-29 21:00:10,123`, `[2026-11-29 21:00:10]`), then the
+/// stream and tag of the container runtime's log files (CRI:
+/// `2026-11-29T21:00:10.123456789Z stderr F `), then a level word,
+/// bracketed or not (`INFO`, `[ERROR]`), with its separator.
 fn strip_collector_time(s: &str) -> &str {
     let date_time = || {
         let zone = alt((
@@ -396,8 +399,21 @@ fn strip_collector_time(s: &str) -> &str {
         ),
         tag(" - "),
     );
-    let parsed: IResult<&str, &str> =
-        recognize((stamp, separator(), opt((level, opt(place))))).parse(s);
+    // A partial record (`P`) is continued by the next one; its text is
+    // taken as it is.
+    let cri_stream = (
+        alt((tag("stdout"), tag("stderr"))),
+        char(' '),
+        one_of("FP"),
+        char(' '),
+    );
+    let parsed: IResult<&str, &str> = recognize((
+        stamp,
+        separator(),
+        opt(cri_stream),
+        opt((level, opt(place))),
+    ))
+    .parse(s);
     match parsed {
         Ok((rest, _)) => rest,
         Err(_) => s,
@@ -616,6 +632,16 @@ mod tests {
                 "not a place - x",
             ),
             ("[15:05:33] RuntimeError: x", "RuntimeError: x"),
+            // A container runtime's log file (CRI): the stream and tag go
+            // with the time.
+            (
+                "2026-11-29T21:00:10.123456789Z stderr F [rank1]: Traceback (most recent call last):",
+                "Traceback (most recent call last):",
+            ),
+            (
+                "2026-11-29T21:00:10.123456789+00:00 stdout P step 3",
+                "step 3",
+            ),
             (
                 "2024-05-01 12:00:00,123 - INFO - > building GPT2 tokenizer",
                 "building GPT2 tokenizer",

@@ -13,71 +13,99 @@
 //!
 //! A name left out of a cut list (Horovod prints a rank's first six, in
 //! name order) is known to be submitted only where it sorts before the
-//! last name printed.
+//! last name printed. Lists of tensors are compared only in a report that
+//! starts at Horovod's header (a run of such lines without one may join
+//! checks made minutes apart) and kept every list whole.
 
 use crate::findings::FindingTable;
 use crate::written::{scan_written, Grounding};
-use coroner_logs::{StallEntry, StallFact, StallReport, StallSide};
+use coroner_logs::{StallFact, StallReport, StallSide};
 use coroner_model::{Evidence, InputKind, Location};
 use coroner_rules::RuleSet;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound::{Excluded, Unbounded};
 
 /// Distinct sets of missing ranks compared per report.
 const MAX_SETS: usize = 32;
 
-/// Two ranks that each submitted a tensor the other has not, and the line
-/// the sentence rests on.
-struct Crossing<'a> {
-    first: (u32, &'a str, &'a str),
-    second: (u32, &'a str, &'a str),
-    entry: &'a StallEntry,
+/// A rank with a tensor it submitted and one it has not, and the line
+/// that shows it.
+struct Side<'a> {
+    rank: u32,
+    submitted: &'a str,
+    missing: &'a str,
+    line: u64,
 }
 
 /// Reads the incident's stall reports and adds what the rules find in
 /// the sentences about ranks that submitted different tensors to `table`.
-pub(crate) fn scan_stall_reports(table: &mut FindingTable, rules: &RuleSet) {
+pub(crate) fn scan_submitted_tensors(table: &mut FindingTable, rules: &RuleSet) {
     let reports = std::mem::take(&mut table.stall_reports);
     for (input, display, report) in &reports {
-        let Some(crossing) = crossing(report) else {
+        let Some([first, second]) = crossing(report) else {
             continue;
         };
-        let (a, a_sent, a_missing) = crossing.first;
-        let (b, b_sent, b_missing) = crossing.second;
         let sentence = format!(
-            "horovod stall report: rank {a} submitted {a_sent} but not {a_missing}, while rank {b} submitted {b_sent} but not {b_missing}"
+            "horovod stall report: rank {} submitted {} but not {}, while rank {} submitted {} but not {}",
+            first.rank, first.submitted, first.missing, second.rank, second.submitted, second.missing
         );
+        let mut lines = vec![first.line, second.line];
+        lines.sort_unstable();
+        lines.dedup();
+        let evidence: Vec<Evidence> = lines
+            .iter()
+            .filter_map(|&line| {
+                Some(Evidence {
+                    input: display.clone(),
+                    line,
+                    text: report.text_of(line)?.to_owned(),
+                    context: None,
+                })
+            })
+            .collect();
         let at = Location {
             input: display.clone(),
-            line: crossing.entry.line,
+            line: second.line,
             byte_offset: 0,
             time: None,
             own_time: None,
-        };
-        let evidence = Evidence {
-            input: display.clone(),
-            line: crossing.entry.line,
-            text: crossing.entry.text.clone(),
-            context: None,
         };
         let grounding = Grounding {
             input: *input,
             display: display.clone(),
             rank: None,
-            place: Some((at, vec![evidence])),
+            place: Some((at, evidence)),
         };
         scan_written(table, rules, InputKind::StackDumps, &grounding, &sentence);
     }
 }
 
-fn crossing(report: &StallReport) -> Option<Crossing<'_>> {
+/// Two ranks, in their order, that each submitted a tensor the other has
+/// not.
+fn crossing(report: &StallReport) -> Option<[Side<'_>; 2]> {
     by_rank(report).or_else(|| by_tensor(report))
+}
+
+/// One rank's list of the tensors it has not submitted.
+struct Listed<'a> {
+    tensors: &'a [String],
+    truncated: bool,
+    line: u64,
+}
+
+impl Listed<'_> {
+    /// Whether the list shows that the rank submitted `name`.
+    fn submitted(&self, name: &str) -> bool {
+        !self.tensors.iter().any(|t| t == name)
+            && (!self.truncated || self.tensors.last().is_some_and(|last| name < last.as_str()))
+    }
 }
 
 /// The report's ranks with the tensors each has not submitted: ranks
 /// `a < b` and names `t`, `u` with `a` missing `t` but not `u` and `b`
 /// missing `u` but not `t`.
-fn by_rank(report: &StallReport) -> Option<Crossing<'_>> {
-    let mut ranks: BTreeMap<u32, (&[String], bool, &StallEntry)> = BTreeMap::new();
+fn by_rank(report: &StallReport) -> Option<[Side<'_>; 2]> {
+    let mut ranks: BTreeMap<u32, Listed<'_>> = BTreeMap::new();
     for entry in &report.entries {
         if let StallFact::Rank {
             rank,
@@ -85,35 +113,57 @@ fn by_rank(report: &StallReport) -> Option<Crossing<'_>> {
             truncated,
         } = &entry.fact
         {
-            ranks.insert(*rank, (tensors, *truncated, entry));
+            ranks.insert(
+                *rank,
+                Listed {
+                    tensors,
+                    truncated: *truncated,
+                    line: entry.line,
+                },
+            );
         }
     }
-    // Whether the rank's list shows that it submitted `name`.
-    let submitted = |(tensors, truncated, _): &(&[String], bool, &StallEntry), name: &str| {
-        !tensors.iter().any(|t| t == name)
-            && (!truncated || tensors.last().is_some_and(|last| name < last.as_str()))
-    };
     for (&a, listed_a) in &ranks {
-        for (&b, listed_b) in ranks.range(a + 1..) {
-            let t = listed_a.0.iter().find(|t| submitted(listed_b, t));
-            let u = listed_b.0.iter().find(|u| submitted(listed_a, u));
+        for (&b, listed_b) in ranks.range((Excluded(a), Unbounded)) {
+            let t = listed_a.tensors.iter().find(|t| listed_b.submitted(t));
+            let u = listed_b.tensors.iter().find(|u| listed_a.submitted(u));
             if let (Some(t), Some(u)) = (t, u) {
-                return Some(Crossing {
-                    first: (a, u, t),
-                    second: (b, t, u),
-                    entry: listed_b.2,
-                });
+                return Some([
+                    Side {
+                        rank: a,
+                        submitted: u,
+                        missing: t,
+                        line: listed_a.line,
+                    },
+                    Side {
+                        rank: b,
+                        submitted: t,
+                        missing: u,
+                        line: listed_b.line,
+                    },
+                ]);
             }
         }
     }
     None
 }
 
+/// One distinct set of ranks missing a tensor, with the first tensor and
+/// line that has it.
+struct MissingSet<'a> {
+    ranks: BTreeSet<u32>,
+    tensor: &'a str,
+    line: u64,
+}
+
 /// The report's tensors with the ranks each waits for (those missing
 /// from a list of ready ranks being the other ranks the report names):
 /// tensors `t`, `u` and ranks `a` missing `t` but not `u`, `b` missing
 /// `u` but not `t`.
-fn by_tensor(report: &StallReport) -> Option<Crossing<'_>> {
+fn by_tensor(report: &StallReport) -> Option<[Side<'_>; 2]> {
+    if !report.headed || !report.complete {
+        return None;
+    }
     let named: BTreeSet<u32> = report
         .entries
         .iter()
@@ -123,9 +173,7 @@ fn by_tensor(report: &StallReport) -> Option<Crossing<'_>> {
         })
         .flatten()
         .collect();
-    // Each distinct set of missing ranks, with the first tensor and line
-    // that has it.
-    let mut sets: Vec<(BTreeSet<u32>, &str, &StallEntry)> = Vec::new();
+    let mut sets: Vec<MissingSet> = Vec::new();
     for entry in &report.entries {
         let StallFact::Tensor { name, side, ranks } = &entry.fact else {
             continue;
@@ -135,28 +183,39 @@ fn by_tensor(report: &StallReport) -> Option<Crossing<'_>> {
             StallSide::Missing => listed,
             StallSide::Ready => named.difference(&listed).copied().collect(),
         };
-        if !sets.iter().any(|(s, _, _)| *s == missing) {
+        if !sets.iter().any(|s| s.ranks == missing) {
             if sets.len() == MAX_SETS {
                 break;
             }
-            sets.push((missing, name, entry));
+            sets.push(MissingSet {
+                ranks: missing,
+                tensor: name,
+                line: entry.line,
+            });
         }
     }
-    for (i, (missing_t, t, _)) in sets.iter().enumerate() {
-        for (missing_u, u, entry) in sets.iter().skip(i + 1) {
-            let a = missing_t.difference(missing_u).next();
-            let b = missing_u.difference(missing_t).next();
+    for (i, t) in sets.iter().enumerate() {
+        for u in sets.iter().skip(i + 1) {
+            let a = t.ranks.difference(&u.ranks).next();
+            let b = u.ranks.difference(&t.ranks).next();
             if let (Some(&a), Some(&b)) = (a, b) {
-                // Ranks in their order, each with what it submitted.
-                let (first, second) = if a < b {
-                    ((a, *u, *t), (b, *t, *u))
-                } else {
-                    ((b, *t, *u), (a, *u, *t))
+                // `a` is missing `t` and submitted `u`; `b` the reverse.
+                let side_a = Side {
+                    rank: a,
+                    submitted: u.tensor,
+                    missing: t.tensor,
+                    line: t.line,
                 };
-                return Some(Crossing {
-                    first,
-                    second,
-                    entry,
+                let side_b = Side {
+                    rank: b,
+                    submitted: t.tensor,
+                    missing: u.tensor,
+                    line: u.line,
+                };
+                return Some(if a < b {
+                    [side_a, side_b]
+                } else {
+                    [side_b, side_a]
                 });
             }
         }
@@ -175,8 +234,12 @@ mod tests {
     fn findings(log: &str) -> Vec<coroner_model::Finding> {
         let rules = builtin_rules();
         let (mut table, _) = scanned(log.as_bytes(), &rules);
-        scan_stall_reports(&mut table, &rules);
+        scan_submitted_tensors(&mut table, &rules);
         table.into_findings(&rules)
+    }
+
+    fn no_mismatch(log: &str) {
+        assert!(findings(log).iter().all(|f| f.rule != RULE), "{log}");
     }
 
     const HEADER: &str = "[2021-02-10 17:39:53.403710: W horovod/common/stall_inspector.cc:105] One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause deadlock.\nMissing ranks:\n";
@@ -198,6 +261,9 @@ mod tests {
         );
         assert_eq!(mismatch.first_seen.line, 5);
         assert_eq!(mismatch.rank, None);
+        // Both ranks' lines are the evidence.
+        let lines: Vec<u64> = mismatch.evidence.iter().map(|e| e.line).collect();
+        assert_eq!(lines, [4, 5]);
     }
 
     #[test]
@@ -207,14 +273,13 @@ mod tests {
             "1: [allreduce.0, allreduce.1]\n3: [allreduce.1]\n",
             // A name past a cut list's last may be among those left out.
             "1: [allreduce.0, allreduce.1, allreduce.2, allreduce.3, allreduce.4, allreduce.5 ...]\n2: [allreduce.0, allreduce.7]\n",
+            // Rank 1 misses every tensor rank 2 does: it fell further behind.
+            "1: [allreduce.0, allreduce.1, allreduce.2, allreduce.3, allreduce.4, allreduce.5 ...]\n2: [allreduce.0, allreduce.3]\n",
+            // The largest rank number the input can hold.
+            "4294967295: [allreduce.0]\n",
         ] {
-            let log = HEADER.to_owned() + ranks;
-            assert!(findings(&log).iter().all(|f| f.rule != RULE), "{log}");
+            no_mismatch(&(HEADER.to_owned() + ranks));
         }
-        // Rank 1 misses every tensor rank 2 does: it fell further behind.
-        let nested = HEADER.to_owned()
-            + "1: [allreduce.0, allreduce.1, allreduce.2, allreduce.3, allreduce.4, allreduce.5 ...]\n2: [allreduce.0, allreduce.3]\n";
-        assert!(findings(&nested).iter().all(|f| f.rule != RULE));
     }
 
     #[test]
@@ -230,7 +295,25 @@ mod tests {
             mismatch.message
         );
         // One rank missing from every tensor stopped.
-        let stopped = "HorovodBroadcast_a_0 [missing ranks: 1]\nHorovodBroadcast_b_0 [missing ranks: 1]\nHorovodAllreduce_c_0 [ready ranks: 2, 6, 7, 3, 4, 1, 5]\n";
-        assert!(findings(stopped).iter().all(|f| f.rule != RULE));
+        no_mismatch("Stalled ops: HorovodBroadcast_a_0 [missing ranks: 1]\nHorovodBroadcast_b_0 [missing ranks: 1]\nHorovodAllreduce_c_0 [ready ranks: 2, 6, 7, 3, 4, 1, 5]\n");
+    }
+
+    #[test]
+    fn checks_without_a_header_or_with_lists_dropped_are_not_compared() {
+        // Rank 1 caught up a minute later and rank 2 fell behind.
+        no_mismatch("[2019-04-13 13:56:31.861697: W horovod/common/operations.cc:588] x_0 [missing ranks: 1]\n[2019-04-13 13:57:31.861697: W horovod/common/operations.cc:588] y_0 [missing ranks: 2]\n");
+        // Nested lists, the first too long to keep: read whole, rank 0
+        // fell further behind than ranks 1 to 9000.
+        let ranks = |from: u32| {
+            (from..9_000)
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        no_mismatch(&format!(
+            "Stalled ops: T1_0 [missing ranks: {}]\nT2_0 [missing ranks: {}]\n",
+            ranks(1),
+            ranks(0)
+        ));
     }
 }

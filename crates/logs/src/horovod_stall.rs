@@ -1,0 +1,624 @@
+//! Horovod's stall reports: which ranks have not submitted which tensors.
+//!
+//! Horovod's coordinator warns when tensors wait for some ranks longer
+//! than its stall check time (`One or more tensors were submitted to be
+//! reduced, gathered or broadcasted by subset of ranks and are waiting for
+//! remainder of ranks …`). From 0.16.2 the warning lists each rank that
+//! has not submitted some tensor, with the names of those tensors in name
+//! order: six of them at most, ` ...` after the sixth (whether or not more
+//! follow), a `!` after a rank past the shutdown time. `Stalled ranks:`
+//! heads the list until 0.20.0, `Missing ranks:` from 0.20.1:
+//!
+//! ```text
+//! Missing ranks:
+//! 0: [broadcast.noname.3765, broadcast.noname.3873]
+//! 1!: [broadcast.noname.3873]
+//! ```
+//!
+//! Earlier releases list each stalled tensor with the ranks that have
+//! submitted it (`[ready ranks: …]`, to 0.13.5) or those it waits for
+//! (`[missing ranks: …]`, 0.13.6 to 0.16.1), after `Stalled ops:` and on
+//! log lines of their own:
+//!
+//! ```text
+//! ... Stalled ops: HorovodAllreduce_loss_0 [ready ranks: 3], HorovodAllreduce_grad_0 [ready ranks: 2, 0, 1]
+//! [... W horovod/common/operations.cc:588] HorovodBroadcast_bias_0 [missing ranks: 1]
+//! ```
+//!
+//! A report is the run of consecutive lines of one form after its header,
+//! or a run of tensor lines without one (`headed` false: such a run may
+//! join checks made at different times). Lists too long for the bounds are
+//! dropped and the report marked incomplete: a list cut short would read
+//! as ranks that submitted what they did not.
+
+use nom::bytes::complete::{tag, take_while1};
+use nom::character::complete::{char, digit1, space0};
+use nom::combinator::{eof, map_res, opt};
+use nom::multi::{many_m_n, separated_list1};
+use nom::sequence::{delimited, preceded, terminated};
+use nom::{IResult, Parser};
+
+/// Reports kept per input, entries kept per report, ranks kept per report
+/// (all its lists together) and per list.
+const MAX_REPORTS: usize = 16;
+const MAX_ENTRIES: usize = 256;
+const MAX_RANKS: usize = 16_384;
+const MAX_LIST: usize = 8_192;
+/// Characters kept of a tensor's name, and names kept per rank (Horovod
+/// prints six).
+const MAX_NAME: usize = 160;
+const MAX_NAMES: usize = 8;
+
+/// What a tensor's list of ranks names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StallSide {
+    /// The ranks that have not submitted it.
+    Missing,
+    /// The ranks that have.
+    Ready,
+}
+
+/// One fact of a report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StallFact {
+    /// A rank and the tensors it has not submitted, in name order;
+    /// `truncated` where names may have been left out after the last.
+    Rank {
+        rank: u32,
+        tensors: Vec<String>,
+        truncated: bool,
+    },
+    /// A tensor and the ranks its list names.
+    Tensor {
+        name: String,
+        side: StallSide,
+        ranks: Vec<u32>,
+    },
+}
+
+/// A fact and the number of the line it was read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StallEntry {
+    pub fact: StallFact,
+    pub line: u64,
+}
+
+/// One stall report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StallReport {
+    pub line: u64,
+    /// Whether the report starts at Horovod's header.
+    pub headed: bool,
+    /// Whether every list of the report was kept.
+    pub complete: bool,
+    pub entries: Vec<StallEntry>,
+    /// The lines the entries were read from, each once, as printed.
+    pub lines: Vec<(u64, String)>,
+}
+
+impl StallReport {
+    /// The text of line `number`, as printed.
+    pub fn text_of(&self, number: u64) -> Option<&str> {
+        self.lines
+            .iter()
+            .find(|(n, _)| *n == number)
+            .map(|(_, text)| text.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Ranks,
+    Tensors,
+}
+
+#[derive(Debug)]
+struct Open {
+    form: Form,
+    report: StallReport,
+    ranks: usize,
+}
+
+/// Reads the stall reports of one input.
+#[derive(Debug, Default)]
+pub struct StallReader {
+    open: Option<Open>,
+    read: usize,
+}
+
+/// A tensor's list as a line gives it.
+struct TensorList<'a> {
+    name: &'a str,
+    side: StallSide,
+    /// `None` for a list longer than the bound.
+    ranks: Option<Vec<u32>>,
+}
+
+/// What a line is to the reader.
+enum Line<'a> {
+    /// `Missing ranks:` / `Stalled ranks:`.
+    RankHeader,
+    /// The warning or `Stalled ops:`, with the tensors on its line.
+    TensorHeader(Vec<TensorList<'a>>),
+    Tensors(Vec<TensorList<'a>>),
+    /// A rank and its names, and whether the list was cut.
+    Rank(u32, Vec<&'a str>, bool),
+    Other,
+}
+
+fn decimal<T: std::str::FromStr>(input: &str) -> IResult<&str, T> {
+    map_res(digit1, str::parse).parse(input)
+}
+
+/// A tensor's name in a list: no separator, bracket or space in it.
+fn name(input: &str) -> IResult<&str, &str> {
+    take_while1(|c: char| c != ',' && c != ']' && !c.is_whitespace()).parse(input)
+}
+
+/// `[a, b, c ...]`: the names and whether ` ...` ends them.
+fn tensor_list(input: &str) -> IResult<&str, (Vec<&str>, bool)> {
+    let (rest, list) = delimited(
+        char('['),
+        (
+            separated_list1(tag(", "), name),
+            opt(tag(" ...")).map(|c| c.is_some()),
+        ),
+        char(']'),
+    )
+    .parse(input)?;
+    let (rest, _) = (space0, eof).parse(rest)?;
+    Ok((rest, list))
+}
+
+/// `3: ` or `3!: ` before a rank's list.
+fn rank_label(input: &str) -> IResult<&str, u32> {
+    terminated(decimal::<u32>, (opt(char('!')), tag(": "))).parse(input)
+}
+
+/// The rank numbers after `[missing ranks: ` up to `]`; `None` when there
+/// are more than the bound.
+fn rank_numbers(input: &str) -> IResult<&str, Option<Vec<u32>>> {
+    let (rest, (first, more)) = (
+        decimal::<u32>,
+        many_m_n(
+            0,
+            MAX_LIST - 1,
+            preceded((char(','), space0), decimal::<u32>),
+        ),
+    )
+        .parse(input)?;
+    if rest.starts_with(',') {
+        return Ok((rest, None));
+    }
+    let (rest, _) = char(']').parse(rest)?;
+    let mut ranks = Vec::with_capacity(more.len() + 1);
+    ranks.push(first);
+    ranks.extend(more);
+    Ok((rest, Some(ranks)))
+}
+
+/// The tensors a line lists with their ranks, in the earlier form, at most
+/// `room` of them: each ` ranks: ` found once, the word before it saying
+/// which side the list names.
+fn tensor_lists(text: &str, room: usize) -> Vec<TensorList<'_>> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while out.len() < room {
+        let Some(at) = text.get(from..).and_then(|t| t.find(" ranks: ")) else {
+            break;
+        };
+        let at = from + at;
+        let after = at + " ranks: ".len();
+        from = after;
+        let Some(before) = text.get(..at) else {
+            break;
+        };
+        let (owner, side) = if let Some(owner) = before.strip_suffix(" [missing") {
+            (owner, StallSide::Missing)
+        } else if let Some(owner) = before.strip_suffix(" [ready") {
+            (owner, StallSide::Ready)
+        } else {
+            continue;
+        };
+        let Ok((rest, ranks)) = rank_numbers(text.get(after..).unwrap_or("")) else {
+            continue;
+        };
+        from = text.len() - rest.len();
+        // The name runs back to a space, a comma or the colon of
+        // `Stalled ops:`.
+        let name = owner
+            .rsplit(|c: char| c.is_whitespace() || c == ',' || c == ':')
+            .next()
+            .unwrap_or_default();
+        if !name.is_empty() {
+            out.push(TensorList { name, side, ranks });
+        }
+    }
+    out
+}
+
+fn opens_rank_lists(text: &str) -> bool {
+    let text = text.trim_end();
+    text.ends_with("Missing ranks:") || text.ends_with("Stalled ranks:")
+}
+
+fn opens_tensor_lists(text: &str) -> bool {
+    text.contains("waiting for remainder of ranks") || text.contains("Stalled ops:")
+}
+
+/// The rank of a rank's list: its own label (`3: [a]`), or, where a
+/// launcher's label took the number (`srun --label`), that label as
+/// printed just before `text` in `shown`.
+fn rank_line<'a>(text: &'a str, shown: &str) -> Option<(u32, Vec<&'a str>, bool)> {
+    let text = text.trim_end();
+    if let Ok((list, rank)) = rank_label(text) {
+        let (_, (names, cut)) = tensor_list(list).ok()?;
+        return Some((rank, names, cut));
+    }
+    let (_, (names, cut)) = tensor_list(text).ok()?;
+    let before = shown.get(..shown.len().checked_sub(text.len())?)?;
+    let label = before.strip_suffix(": ")?;
+    let digits = label.rsplit(|c: char| !c.is_ascii_digit()).next()?;
+    let rank = digits.parse().ok()?;
+    Some((rank, names, cut))
+}
+
+impl StallReader {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether a report is in progress: its next lines must be fed.
+    pub fn is_open(&self) -> bool {
+        self.open.is_some()
+    }
+
+    fn form(&self) -> Option<Form> {
+        self.open.as_ref().map(|o| o.form)
+    }
+
+    fn room(&self) -> usize {
+        self.open
+            .as_ref()
+            .map_or(MAX_ENTRIES, |o| MAX_ENTRIES - o.report.entries.len())
+    }
+
+    fn classify<'a>(&self, text: &'a str, shown: &str) -> Line<'a> {
+        let ranks_open = self.form() == Some(Form::Ranks);
+        if !text.contains("ranks") && !text.contains("Stalled ops:") && !ranks_open {
+            return Line::Other;
+        }
+        if opens_rank_lists(text) {
+            return Line::RankHeader;
+        }
+        let room = if self.form() == Some(Form::Tensors) {
+            self.room()
+        } else {
+            MAX_ENTRIES
+        };
+        if opens_tensor_lists(text) {
+            return Line::TensorHeader(tensor_lists(text, room));
+        }
+        let lists = tensor_lists(text, room);
+        if !lists.is_empty() {
+            return Line::Tensors(lists);
+        }
+        if ranks_open {
+            if let Some((rank, names, cut)) = rank_line(text, shown) {
+                return Line::Rank(rank, names, cut);
+            }
+        }
+        Line::Other
+    }
+
+    /// Feeds line `number` (`text` with its launcher prefix removed,
+    /// `shown` as printed); a report it completes goes to `out`. A report
+    /// starts only where `may_start`.
+    pub fn feed(
+        &mut self,
+        text: &str,
+        shown: &str,
+        number: u64,
+        may_start: bool,
+        out: &mut Vec<StallReport>,
+    ) {
+        match self.classify(text, shown) {
+            Line::Other => self.close(out),
+            Line::RankHeader => {
+                self.close(out);
+                self.start(Form::Ranks, true, number, may_start);
+            }
+            Line::TensorHeader(lists) => {
+                self.close(out);
+                self.start(Form::Tensors, true, number, may_start);
+                self.add_tensors(lists, number, shown);
+            }
+            Line::Tensors(lists) => {
+                if self.form() != Some(Form::Tensors) {
+                    self.close(out);
+                    self.start(Form::Tensors, false, number, may_start);
+                }
+                self.add_tensors(lists, number, shown);
+            }
+            Line::Rank(rank, names, cut) => {
+                let truncated = cut || names.len() > MAX_NAMES;
+                let tensors = names
+                    .into_iter()
+                    .take(MAX_NAMES)
+                    .map(|n| coroner_model::inert_capped(n, MAX_NAME))
+                    .collect();
+                self.add(
+                    StallFact::Rank {
+                        rank,
+                        tensors,
+                        truncated,
+                    },
+                    number,
+                    shown,
+                );
+            }
+        }
+    }
+
+    fn start(&mut self, form: Form, headed: bool, number: u64, may_start: bool) {
+        if may_start && self.read < MAX_REPORTS {
+            self.open = Some(Open {
+                form,
+                report: StallReport {
+                    line: number,
+                    headed,
+                    complete: true,
+                    entries: Vec::new(),
+                    lines: Vec::new(),
+                },
+                ranks: 0,
+            });
+        }
+    }
+
+    fn add_tensors(&mut self, lists: Vec<TensorList<'_>>, number: u64, shown: &str) {
+        for list in lists {
+            let Some(ranks) = list.ranks else {
+                self.mark_incomplete();
+                continue;
+            };
+            self.add(
+                StallFact::Tensor {
+                    name: coroner_model::inert_capped(list.name, MAX_NAME),
+                    side: list.side,
+                    ranks,
+                },
+                number,
+                shown,
+            );
+        }
+    }
+
+    fn mark_incomplete(&mut self) {
+        if let Some(open) = self.open.as_mut() {
+            open.report.complete = false;
+        }
+    }
+
+    fn add(&mut self, fact: StallFact, number: u64, shown: &str) {
+        let Some(open) = self.open.as_mut() else {
+            return;
+        };
+        let listed = match &fact {
+            StallFact::Tensor { ranks, .. } => ranks.len(),
+            StallFact::Rank { .. } => 0,
+        };
+        if open.report.entries.len() >= MAX_ENTRIES || open.ranks + listed > MAX_RANKS {
+            open.report.complete = false;
+            return;
+        }
+        open.ranks += listed;
+        open.report.entries.push(StallEntry { fact, line: number });
+        if open.report.lines.last().is_none_or(|(n, _)| *n != number) {
+            open.report
+                .lines
+                .push((number, coroner_model::inert_capped(shown.trim_end(), 400)));
+        }
+    }
+
+    fn close(&mut self, out: &mut Vec<StallReport>) {
+        if let Some(open) = self.open.take() {
+            if !open.report.entries.is_empty() {
+                self.read += 1;
+                out.push(open.report);
+            }
+        }
+    }
+
+    /// Completes the report still open (the end of the input).
+    pub fn finish(&mut self, out: &mut Vec<StallReport>) {
+        self.close(out);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Vec<StallReport> {
+        let mut reader = StallReader::new();
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let p = crate::strip_rank_prefix(line);
+            reader.feed(p.rest, line, i as u64 + 1, true, &mut out);
+        }
+        reader.finish(&mut out);
+        out
+    }
+
+    fn rank(rank: u32, tensors: &[&str], truncated: bool) -> StallFact {
+        StallFact::Rank {
+            rank,
+            tensors: tensors.iter().map(|t| (*t).to_owned()).collect(),
+            truncated,
+        }
+    }
+
+    fn tensor(name: &str, side: StallSide, ranks: &[u32]) -> StallFact {
+        StallFact::Tensor {
+            name: name.to_owned(),
+            side,
+            ranks: ranks.to_vec(),
+        }
+    }
+
+    fn facts(report: &StallReport) -> Vec<&StallFact> {
+        report.entries.iter().map(|e| &e.fact).collect()
+    }
+
+    // The report of https://github.com/horovod/horovod/issues/2662, under
+    // Open MPI's `--tag-output`.
+    #[test]
+    fn each_rank_lists_the_tensors_it_has_not_submitted() {
+        let text = concat!(
+            "[1,0]<stderr>:[2021-02-10 17:39:53.403710: W horovod/common/stall_inspector.cc:105] One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause deadlock. \n",
+            "[1,0]<stderr>:Missing ranks:\n",
+            "[1,0]<stderr>:0: [broadcast.noname.3765, broadcast.noname.3873]\n",
+            "[1,0]<stderr>:1: [broadcast.noname.3873]\n",
+            "[1,0]<stderr>:2!: [broadcast.noname.3765]\n",
+            "[1,3]<stdout>:test/parallel/test_torch.py::TorchTests::test_horovod_join_broadcast\n",
+        );
+        let reports = read(text);
+        assert_eq!(reports.len(), 1);
+        assert_eq!(
+            facts(&reports[0]),
+            [
+                &rank(
+                    0,
+                    &["broadcast.noname.3765", "broadcast.noname.3873"],
+                    false
+                ),
+                &rank(1, &["broadcast.noname.3873"], false),
+                &rank(2, &["broadcast.noname.3765"], false),
+            ]
+        );
+        assert!(reports[0].headed && reports[0].complete);
+        assert_eq!(reports[0].entries[1].line, 4);
+        assert_eq!(
+            reports[0].text_of(4),
+            Some("[1,0]<stderr>:1: [broadcast.noname.3873]")
+        );
+    }
+
+    #[test]
+    fn a_rank_taken_as_a_label_and_a_cut_list_are_read() {
+        let text = concat!(
+            "Stalled ranks:\n",
+            "6: [horovod_allreduce.0, horovod_allreduce.1, horovod_allreduce.10 ...]\n",
+            "Epoch 3\n",
+            "0: [horovod_allreduce.7]\n",
+        );
+        let reports = read(text);
+        assert_eq!(reports.len(), 1);
+        assert_eq!(
+            facts(&reports[0]),
+            [&rank(
+                6,
+                &[
+                    "horovod_allreduce.0",
+                    "horovod_allreduce.1",
+                    "horovod_allreduce.10"
+                ],
+                true
+            )]
+        );
+    }
+
+    #[test]
+    fn a_list_with_no_rank_of_its_own_takes_none_from_other_prefixes() {
+        // Open MPI's tag names the printing rank, not the list's.
+        let text = "Missing ranks:\n[1,0]<stderr>:[broadcast.noname.1]\n";
+        assert!(read(text).is_empty());
+        // Slurm's label took the list's number.
+        let text = "Missing ranks:\n3: [broadcast.noname.1]\n";
+        assert_eq!(
+            facts(&read(text)[0]),
+            [&rank(3, &["broadcast.noname.1"], false)]
+        );
+    }
+
+    // https://github.com/horovod/horovod/issues/336 and #1012.
+    #[test]
+    fn earlier_releases_list_tensors_with_their_ranks() {
+        let text = concat!(
+            "WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause deadlock. Stalled ops: HorovodAllreduce_loss_Mean_0 [ready ranks: 3], DistributedMomentumOptimizer_Allreduce/HorovodAllreduce_grad_0 [ready ranks: 2, 0, 1]\n",
+            "[1,0]<stderr>:Stalled ops:HorovodBroadcast_dense_1_bias_0 [missing ranks: 1]\n",
+            "[1,0]<stderr>:[2019-04-13 13:56:31.861765: W horovod/common/operations.cc:588] HorovodBroadcast_dense_1_kernel_0 [missing ranks: 1, 4]\n",
+        );
+        let reports = read(text);
+        assert_eq!(reports.len(), 2);
+        assert_eq!(
+            facts(&reports[0]),
+            [
+                &tensor("HorovodAllreduce_loss_Mean_0", StallSide::Ready, &[3]),
+                &tensor(
+                    "DistributedMomentumOptimizer_Allreduce/HorovodAllreduce_grad_0",
+                    StallSide::Ready,
+                    &[2, 0, 1]
+                ),
+            ]
+        );
+        assert_eq!(
+            facts(&reports[1]),
+            [
+                &tensor("HorovodBroadcast_dense_1_bias_0", StallSide::Missing, &[1]),
+                &tensor(
+                    "HorovodBroadcast_dense_1_kernel_0",
+                    StallSide::Missing,
+                    &[1, 4]
+                ),
+            ]
+        );
+        assert!(reports.iter().all(|r| r.headed));
+        // One line holding both lists is kept once.
+        assert_eq!(reports[0].lines.len(), 1);
+    }
+
+    #[test]
+    fn tensor_lines_without_a_header_are_an_unheaded_report() {
+        let text = "[2019-04-13 13:55:31.858119: W horovod/common/operations.cc:588] HorovodBroadcast_dense_kernel_Momentum_0 [missing ranks: 1]\n";
+        let reports = read(text);
+        assert!(!reports[0].headed);
+    }
+
+    #[test]
+    fn lists_past_the_bounds_are_dropped_and_the_report_marked() {
+        let long: Vec<String> = (0..=MAX_LIST as u32).map(|r| r.to_string()).collect();
+        let text = format!(
+            "Stalled ops: a_0 [missing ranks: {}], b_0 [missing ranks: 1]\n",
+            long.join(", ")
+        );
+        let reports = read(&text);
+        assert_eq!(
+            facts(&reports[0]),
+            [&tensor("b_0", StallSide::Missing, &[1])]
+        );
+        assert!(!reports[0].complete);
+    }
+
+    #[test]
+    fn many_lists_on_one_line_are_read_in_linear_time() {
+        let line = "x [missing ranks: 1], ".repeat(200_000);
+        let started = std::time::Instant::now();
+        let reports = read(&format!("Stalled ops: {line}\n"));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(reports[0].entries.len(), MAX_ENTRIES);
+    }
+
+    #[test]
+    fn other_lines_are_no_report() {
+        let text = concat!(
+            "Missing ranks:\n",
+            "[2021-02-10 17:39:53.403710: W horovod/common/stall_inspector.cc:105] One more\n",
+            "ranks: [0, 1]\n",
+            "epoch 1 [missing ranks: ]\n",
+        );
+        assert!(read(text).is_empty());
+    }
+}
