@@ -15,11 +15,12 @@
 //! name order) is known to be submitted only where it sorts before the
 //! last name printed. Lists of tensors are compared only in a report that
 //! starts at Horovod's header (a run of such lines without one may join
-//! checks made minutes apart) and kept every list whole.
+//! checks made minutes apart) and from which no list was dropped for the
+//! bounds.
 
 use crate::findings::FindingTable;
 use crate::written::{scan_written, Grounding};
-use coroner_logs::{StallFact, StallReport, StallSide};
+use coroner_logs::{StallEntry, StallFact, StallReport, StallSide};
 use coroner_model::{Evidence, InputKind, Location};
 use coroner_rules::RuleSet;
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,13 +29,13 @@ use std::ops::Bound::{Excluded, Unbounded};
 /// Distinct sets of missing ranks compared per report.
 const MAX_SETS: usize = 32;
 
-/// A rank with a tensor it submitted and one it has not, and the line
+/// A rank with a tensor it submitted and one it has not, and the entry
 /// that shows it.
 struct Side<'a> {
     rank: u32,
     submitted: &'a str,
     missing: &'a str,
-    line: u64,
+    entry: &'a StallEntry,
 }
 
 /// Reads the incident's stall reports and adds what the rules find in
@@ -49,23 +50,27 @@ pub(crate) fn scan_submitted_tensors(table: &mut FindingTable, rules: &RuleSet) 
             "horovod stall report: rank {} submitted {} but not {}, while rank {} submitted {} but not {}",
             first.rank, first.submitted, first.missing, second.rank, second.submitted, second.missing
         );
-        let mut lines = vec![first.line, second.line];
-        lines.sort_unstable();
-        lines.dedup();
-        let evidence: Vec<Evidence> = lines
-            .iter()
-            .filter_map(|&line| {
-                Some(Evidence {
+        let mut evidence: Vec<Evidence> = Vec::new();
+        for entry in [first.entry, second.entry] {
+            let Some(text) = report.text_of_entry(entry) else {
+                continue;
+            };
+            if !evidence
+                .iter()
+                .any(|e| e.line == entry.line && e.text == text)
+            {
+                evidence.push(Evidence {
                     input: display.clone(),
-                    line,
-                    text: report.text_of(line)?.to_owned(),
+                    line: entry.line,
+                    text: text.to_owned(),
                     context: None,
-                })
-            })
-            .collect();
+                });
+            }
+        }
+        evidence.sort_by_key(|e| e.line);
         let at = Location {
             input: display.clone(),
-            line: second.line,
+            line: second.entry.line,
             byte_offset: 0,
             time: None,
             own_time: None,
@@ -90,7 +95,7 @@ fn crossing(report: &StallReport) -> Option<[Side<'_>; 2]> {
 struct Listed<'a> {
     tensors: &'a [String],
     truncated: bool,
-    line: u64,
+    entry: &'a StallEntry,
 }
 
 impl Listed<'_> {
@@ -118,7 +123,7 @@ fn by_rank(report: &StallReport) -> Option<[Side<'_>; 2]> {
                 Listed {
                     tensors,
                     truncated: *truncated,
-                    line: entry.line,
+                    entry,
                 },
             );
         }
@@ -133,13 +138,13 @@ fn by_rank(report: &StallReport) -> Option<[Side<'_>; 2]> {
                         rank: a,
                         submitted: u,
                         missing: t,
-                        line: listed_a.line,
+                        entry: listed_a.entry,
                     },
                     Side {
                         rank: b,
                         submitted: t,
                         missing: u,
-                        line: listed_b.line,
+                        entry: listed_b.entry,
                     },
                 ]);
             }
@@ -149,11 +154,11 @@ fn by_rank(report: &StallReport) -> Option<[Side<'_>; 2]> {
 }
 
 /// One distinct set of ranks missing a tensor, with the first tensor and
-/// line that has it.
+/// entry that has it.
 struct MissingSet<'a> {
     ranks: BTreeSet<u32>,
     tensor: &'a str,
-    line: u64,
+    entry: &'a StallEntry,
 }
 
 /// The report's tensors with the ranks each waits for (those missing
@@ -190,7 +195,7 @@ fn by_tensor(report: &StallReport) -> Option<[Side<'_>; 2]> {
             sets.push(MissingSet {
                 ranks: missing,
                 tensor: name,
-                line: entry.line,
+                entry,
             });
         }
     }
@@ -204,13 +209,13 @@ fn by_tensor(report: &StallReport) -> Option<[Side<'_>; 2]> {
                     rank: a,
                     submitted: u.tensor,
                     missing: t.tensor,
-                    line: t.line,
+                    entry: t.entry,
                 };
                 let side_b = Side {
                     rank: b,
                     submitted: t.tensor,
                     missing: u.tensor,
-                    line: u.line,
+                    entry: u.entry,
                 };
                 return Some(if a < b {
                     [side_a, side_b]

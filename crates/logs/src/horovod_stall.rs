@@ -27,9 +27,11 @@
 //!
 //! A report is the run of consecutive lines of one form after its header,
 //! or a run of tensor lines without one (`headed` false: such a run may
-//! join checks made at different times). Lists too long for the bounds are
-//! dropped and the report marked incomplete: a list cut short would read
-//! as ranks that submitted what they did not.
+//! join checks made at different times). A rank's list is read only where
+//! its line carries the header's launcher prefix, with rank numbers and
+//! names in the order Horovod prints them (ascending): another process's
+//! output printed between is not a list. A list past the bounds is
+//! dropped whole, never cut, and the report marked incomplete.
 
 use nom::bytes::complete::{tag, take_while1};
 use nom::character::complete::{char, digit1, space0};
@@ -48,6 +50,8 @@ const MAX_LIST: usize = 8_192;
 /// prints six).
 const MAX_NAME: usize = 160;
 const MAX_NAMES: usize = 8;
+/// Characters kept of a line shown as evidence.
+const MAX_LINE: usize = 400;
 
 /// What a tensor's list of ranks names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +85,9 @@ pub enum StallFact {
 pub struct StallEntry {
     pub fact: StallFact,
     pub line: u64,
+    /// The entry's own part of a line too long to keep whole (a release
+    /// that lists every tensor on the warning's line).
+    pub excerpt: Option<String>,
 }
 
 /// One stall report.
@@ -89,7 +96,7 @@ pub struct StallReport {
     pub line: u64,
     /// Whether the report starts at Horovod's header.
     pub headed: bool,
-    /// Whether every list of the report was kept.
+    /// Whether no list of the report was dropped for the bounds.
     pub complete: bool,
     pub entries: Vec<StallEntry>,
     /// The lines the entries were read from, each once, as printed.
@@ -104,6 +111,14 @@ impl StallReport {
             .find(|(n, _)| *n == number)
             .map(|(_, text)| text.as_str())
     }
+
+    /// What shows `entry`: its part of a long line, else its line.
+    pub fn text_of_entry<'a>(&'a self, entry: &'a StallEntry) -> Option<&'a str> {
+        entry
+            .excerpt
+            .as_deref()
+            .or_else(|| self.text_of(entry.line))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +132,11 @@ struct Open {
     form: Form,
     report: StallReport,
     ranks: usize,
+    /// What the header's line has before `Missing ranks:`, without its
+    /// times: every rank's line carries the same.
+    prefix: String,
+    /// The last rank whose list was read.
+    last_rank: Option<u32>,
 }
 
 /// Reads the stall reports of one input.
@@ -132,6 +152,15 @@ struct TensorList<'a> {
     side: StallSide,
     /// `None` for a list longer than the bound.
     ranks: Option<Vec<u32>>,
+    /// Where the name and its list are in the line.
+    span: std::ops::Range<usize>,
+}
+
+/// The tensors' lists of a line, and whether more followed than were
+/// read.
+struct TensorLists<'a> {
+    lists: Vec<TensorList<'a>>,
+    more: bool,
 }
 
 /// What a line is to the reader.
@@ -139,8 +168,8 @@ enum Line<'a> {
     /// `Missing ranks:` / `Stalled ranks:`.
     RankHeader,
     /// The warning or `Stalled ops:`, with the tensors on its line.
-    TensorHeader(Vec<TensorList<'a>>),
-    Tensors(Vec<TensorList<'a>>),
+    TensorHeader(TensorLists<'a>),
+    Tensors(TensorLists<'a>),
     /// A rank and its names, and whether the list was cut.
     Rank(u32, Vec<&'a str>, bool),
     Other,
@@ -200,13 +229,10 @@ fn rank_numbers(input: &str) -> IResult<&str, Option<Vec<u32>>> {
 /// The tensors a line lists with their ranks, in the earlier form, at most
 /// `room` of them: each ` ranks: ` found once, the word before it saying
 /// which side the list names.
-fn tensor_lists(text: &str, room: usize) -> Vec<TensorList<'_>> {
-    let mut out = Vec::new();
+fn tensor_lists(text: &str, room: usize) -> TensorLists<'_> {
+    let mut lists = Vec::new();
     let mut from = 0;
-    while out.len() < room {
-        let Some(at) = text.get(from..).and_then(|t| t.find(" ranks: ")) else {
-            break;
-        };
+    while let Some(at) = text.get(from..).and_then(|t| t.find(" ranks: ")) {
         let at = from + at;
         let after = at + " ranks: ".len();
         from = after;
@@ -230,11 +256,20 @@ fn tensor_lists(text: &str, room: usize) -> Vec<TensorList<'_>> {
             .rsplit(|c: char| c.is_whitespace() || c == ',' || c == ':')
             .next()
             .unwrap_or_default();
-        if !name.is_empty() {
-            out.push(TensorList { name, side, ranks });
+        if name.is_empty() {
+            continue;
         }
+        if lists.len() == room {
+            return TensorLists { lists, more: true };
+        }
+        lists.push(TensorList {
+            name,
+            side,
+            ranks,
+            span: owner.len() - name.len()..from,
+        });
     }
-    out
+    TensorLists { lists, more: false }
 }
 
 fn opens_rank_lists(text: &str) -> bool {
@@ -246,21 +281,43 @@ fn opens_tensor_lists(text: &str) -> bool {
     text.contains("waiting for remainder of ranks") || text.contains("Stalled ops:")
 }
 
-/// The rank of a rank's list: its own label (`3: [a]`), or, where a
-/// launcher's label took the number (`srun --label`), that label as
-/// printed just before `text` in `shown`.
-fn rank_line<'a>(text: &'a str, shown: &str) -> Option<(u32, Vec<&'a str>, bool)> {
-    let text = text.trim_end();
-    if let Ok((list, rank)) = rank_label(text) {
-        let (_, (names, cut)) = tensor_list(list).ok()?;
-        return Some((rank, names, cut));
+/// Where the header of rank lists starts in `shown`, the line as
+/// printed.
+fn rank_header_at(shown: &str) -> Option<usize> {
+    shown
+        .rfind("Missing ranks:")
+        .or_else(|| shown.rfind("Stalled ranks:"))
+}
+
+/// A rank's list on `shown`, whose text after the launcher's prefix is
+/// `text`: the rank's own label (`3: [a]`) after the header's `prefix`, or,
+/// where a launcher's label took the number (`srun --label`, a bare `[a]`
+/// left), that label after the header's prefix. Names come in ascending
+/// order and are never quoted.
+fn rank_line<'a>(text: &'a str, shown: &str, prefix: &str) -> Option<(u32, Vec<&'a str>, bool)> {
+    let line_prefix = shown.strip_suffix(text)?;
+    let trimmed = text.trim_end();
+    let (rank, list, before) = match rank_label(trimmed) {
+        Ok((list, rank)) => (rank, list, line_prefix),
+        Err(_) => {
+            let label = line_prefix.strip_suffix(": ")?;
+            let digits_at = label
+                .rfind(|c: char| !c.is_ascii_digit())
+                .map_or(0, |i| i + 1);
+            let before = label.get(..digits_at)?;
+            if !(before.is_empty() || before.ends_with(' ')) {
+                return None;
+            }
+            (label.get(digits_at..)?.parse().ok()?, trimmed, before)
+        }
+    };
+    if crate::prefix::without_times(before) != prefix {
+        return None;
     }
-    let (_, (names, cut)) = tensor_list(text).ok()?;
-    let before = shown.get(..shown.len().checked_sub(text.len())?)?;
-    let label = before.strip_suffix(": ")?;
-    let digits = label.rsplit(|c: char| !c.is_ascii_digit()).next()?;
-    let rank = digits.parse().ok()?;
-    Some((rank, names, cut))
+    let (_, (names, cut)) = tensor_list(list).ok()?;
+    let in_order = names.windows(2).all(|w| matches!(w, [a, b] if a < b));
+    let quoted = names.iter().any(|n| n.contains(['\'', '"']));
+    (in_order && !quoted).then_some((rank, names, cut))
 }
 
 impl StallReader {
@@ -300,15 +357,18 @@ impl StallReader {
             return Line::TensorHeader(tensor_lists(text, room));
         }
         let lists = tensor_lists(text, room);
-        if !lists.is_empty() {
+        if !lists.lists.is_empty() || lists.more {
             return Line::Tensors(lists);
         }
-        if ranks_open {
-            if let Some((rank, names, cut)) = rank_line(text, shown) {
-                return Line::Rank(rank, names, cut);
+        let Some(open) = self.open.as_ref().filter(|o| o.form == Form::Ranks) else {
+            return Line::Other;
+        };
+        match rank_line(text, shown, &open.prefix) {
+            Some((rank, names, cut)) if open.last_rank.is_none_or(|last| rank > last) => {
+                Line::Rank(rank, names, cut)
             }
+            _ => Line::Other,
         }
-        Line::Other
     }
 
     /// Feeds line `number` (`text` with its launcher prefix removed,
@@ -327,20 +387,28 @@ impl StallReader {
             Line::RankHeader => {
                 self.close(out);
                 self.start(Form::Ranks, true, number, may_start);
+                let at = rank_header_at(shown).unwrap_or(0);
+                let prefix = crate::prefix::without_times(shown.get(..at).unwrap_or(""));
+                if let Some(open) = self.open.as_mut() {
+                    open.prefix = prefix.to_owned();
+                }
             }
             Line::TensorHeader(lists) => {
                 self.close(out);
                 self.start(Form::Tensors, true, number, may_start);
-                self.add_tensors(lists, number, shown);
+                self.add_tensors(lists, text, number, shown);
             }
             Line::Tensors(lists) => {
                 if self.form() != Some(Form::Tensors) {
                     self.close(out);
                     self.start(Form::Tensors, false, number, may_start);
                 }
-                self.add_tensors(lists, number, shown);
+                self.add_tensors(lists, text, number, shown);
             }
             Line::Rank(rank, names, cut) => {
+                if let Some(open) = self.open.as_mut() {
+                    open.last_rank = Some(rank);
+                }
                 let truncated = cut || names.len() > MAX_NAMES;
                 let tensors = names
                     .into_iter()
@@ -355,6 +423,7 @@ impl StallReader {
                     },
                     number,
                     shown,
+                    None,
                 );
             }
         }
@@ -372,16 +441,28 @@ impl StallReader {
                     lines: Vec::new(),
                 },
                 ranks: 0,
+                prefix: String::new(),
+                last_rank: None,
             });
         }
     }
 
-    fn add_tensors(&mut self, lists: Vec<TensorList<'_>>, number: u64, shown: &str) {
-        for list in lists {
+    /// Adds the lists of line `number`, whose text after its launcher's
+    /// prefix ends `shown`.
+    fn add_tensors(&mut self, lists: TensorLists<'_>, text: &str, number: u64, shown: &str) {
+        if lists.more {
+            self.mark_incomplete();
+        }
+        let offset = shown.len().saturating_sub(text.len());
+        for list in lists.lists {
             let Some(ranks) = list.ranks else {
                 self.mark_incomplete();
                 continue;
             };
+            let excerpt = (shown.chars().count() > MAX_LINE)
+                .then(|| shown.get(offset + list.span.start..offset + list.span.end))
+                .flatten()
+                .map(|part| coroner_model::inert_capped(&format!("… {part}"), MAX_LINE));
             self.add(
                 StallFact::Tensor {
                     name: coroner_model::inert_capped(list.name, MAX_NAME),
@@ -390,6 +471,7 @@ impl StallReader {
                 },
                 number,
                 shown,
+                excerpt,
             );
         }
     }
@@ -400,7 +482,7 @@ impl StallReader {
         }
     }
 
-    fn add(&mut self, fact: StallFact, number: u64, shown: &str) {
+    fn add(&mut self, fact: StallFact, number: u64, shown: &str, excerpt: Option<String>) {
         let Some(open) = self.open.as_mut() else {
             return;
         };
@@ -413,11 +495,16 @@ impl StallReader {
             return;
         }
         open.ranks += listed;
-        open.report.entries.push(StallEntry { fact, line: number });
+        open.report.entries.push(StallEntry {
+            fact,
+            line: number,
+            excerpt,
+        });
         if open.report.lines.last().is_none_or(|(n, _)| *n != number) {
-            open.report
-                .lines
-                .push((number, coroner_model::inert_capped(shown.trim_end(), 400)));
+            open.report.lines.push((
+                number,
+                coroner_model::inert_capped(shown.trim_end(), MAX_LINE),
+            ));
         }
     }
 
@@ -543,6 +630,47 @@ mod tests {
         );
     }
 
+    #[test]
+    fn other_processes_lines_between_are_not_lists() {
+        // Slurm's task 1 prints a list of its own after task 0's report.
+        let text = concat!(
+            "0: Missing ranks:\n",
+            "0: 2: [allreduce.fc.bias, allreduce.fc.weight]\n",
+            "1: [0.5, 0.25]\n",
+        );
+        let reports = read(text);
+        assert_eq!(
+            facts(&reports[0]),
+            [&rank(
+                2,
+                &["allreduce.fc.bias", "allreduce.fc.weight"],
+                false
+            )]
+        );
+        // A host name's digits are no rank; another process's tag is not
+        // the header's.
+        for text in [
+            "Missing ranks:\nworker-3: [allreduce.0, allreduce.1]\n",
+            "[1,0]<stderr>:Missing ranks:\n[1,3]<stdout>:1: [x]\n",
+            // Names out of Horovod's order, quoted names, ranks going back.
+            "Missing ranks:\n1: [b.0, a.0]\n",
+            "Missing ranks:\n1: ['a', 'b']\n",
+        ] {
+            assert!(read(text).is_empty(), "{text}");
+        }
+        let back = read("Missing ranks:\n2: [a.0]\n1: [b.0]\n");
+        assert_eq!(facts(&back[0]), [&rank(2, &["a.0"], false)]);
+        // Spaces after a list change nothing.
+        let spaced = read("Missing ranks:\n1: [a.0]  \n2: [b.0]  \n");
+        assert_eq!(spaced[0].entries.len(), 2);
+        // A collector's times differ from line to line.
+        let timed = read(concat!(
+            "2026-11-29T21:00:10.123456789Z Missing ranks:\n",
+            "2026-11-29T21:00:10.123461234Z 0: [a.0]\n",
+        ));
+        assert_eq!(facts(&timed[0]), [&rank(0, &["a.0"], false)]);
+    }
+
     // https://github.com/horovod/horovod/issues/336 and #1012.
     #[test]
     fn earlier_releases_list_tensors_with_their_ranks() {
@@ -578,6 +706,25 @@ mod tests {
         assert!(reports.iter().all(|r| r.headed));
         // One line holding both lists is kept once.
         assert_eq!(reports[0].lines.len(), 1);
+    }
+
+    #[test]
+    fn an_entry_of_a_long_line_keeps_its_own_part() {
+        let header = "WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause deadlock. Stalled ops: ";
+        let text = format!("{header}HorovodAllreduce_loss_Mean_0 [ready ranks: 3], HorovodAllreduce_grad_0 [ready ranks: 2, 0, 1]\n");
+        let report = &read(&text)[0];
+        let shown: Vec<&str> = report
+            .entries
+            .iter()
+            .map(|e| report.text_of_entry(e).unwrap())
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "… HorovodAllreduce_loss_Mean_0 [ready ranks: 3]",
+                "… HorovodAllreduce_grad_0 [ready ranks: 2, 0, 1]"
+            ]
+        );
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
     let line = compose_service_tag(line).unwrap_or(line);
     let line = pdsh_node(line).unwrap_or(line);
     let line = crate::host::after_syslog_header(line).unwrap_or(line);
+    let line = cri_record_header(line).unwrap_or(line);
     // A collector's time, then the program's own (`kubectl logs
     // --timestamps` of a program that prints its time).
     let mut rest = strip_collector_time(strip_collector_time(line));
@@ -318,13 +319,19 @@ fn c10d_rank(s: &str) -> Option<u32> {
     rest.starts_with(']').then_some(number)
 }
 
+/// `s` without the times collectors and logging setups put in front of
+/// every line (a container runtime's record header, a collector's time, a
+/// program's own time and level): what is left of a launcher's prefix once
+/// the parts that change from line to line are gone.
+pub(crate) fn without_times(s: &str) -> &str {
+    strip_collector_time(strip_collector_time(cri_record_header(s).unwrap_or(s)))
+}
+
 /// `s` without the time a collector or a logging setup puts in front of
 /// every line, followed by a space (or ` - `, ` | `): an RFC 3339 time
 /// (`2026-11-29T21:00:10.123Z`), or a date and a time of day, bracketed or
-/// not (`2026-11-29 21:00:10,123`, `[2026-11-29 21:00:10]`), then the
-/// stream and tag of the container runtime's log files (CRI:
-/// `2026-11-29T21:00:10.123456789Z stderr F `), then a level word,
-/// bracketed or not (`INFO`, `[ERROR]`), with its separator.
+/// not (`2026-11-29 21:00:10,123`, `[2026-11-29 21:00:10]`), and then a
+/// level word, bracketed or not (`INFO`, `[ERROR]`), with its separator.
 fn strip_collector_time(s: &str) -> &str {
     let date_time = || {
         let zone = alt((
@@ -399,25 +406,44 @@ fn strip_collector_time(s: &str) -> &str {
         ),
         tag(" - "),
     );
-    // A partial record (`P`) is continued by the next one; its text is
-    // taken as it is.
-    let cri_stream = (
-        alt((tag("stdout"), tag("stderr"))),
-        char(' '),
-        one_of("FP"),
-        char(' '),
-    );
-    let parsed: IResult<&str, &str> = recognize((
-        stamp,
-        separator(),
-        opt(cri_stream),
-        opt((level, opt(place))),
-    ))
-    .parse(s);
+    let parsed: IResult<&str, &str> =
+        recognize((stamp, separator(), opt((level, opt(place))))).parse(s);
     match parsed {
         Ok((rest, _)) => rest,
         Err(_) => s,
     }
+}
+
+/// The header of a record in a container runtime's log file (CRI, as
+/// containerd and CRI-O write `/var/log/containers/*.log`): an RFC 3339
+/// time with its zone, the stream and the record's tag, each followed by
+/// one space (`2026-11-29T21:00:10.123456789Z stderr F `). A partial
+/// record (`P`, a line the runtime split) is read as a line of its own.
+fn cri_record_header(s: &str) -> Option<&str> {
+    let zone = alt((
+        recognize(char('Z')),
+        recognize((one_of("+-"), digits(2), char(':'), digits(2))),
+    ));
+    let parsed: IResult<&str, &str> = recognize((
+        (
+            digits(4),
+            char('-'),
+            digits(2),
+            char('-'),
+            digits(2),
+            char('T'),
+        ),
+        (digits(2), char(':'), digits(2), char(':'), digits(2)),
+        opt((char('.'), digit1)),
+        zone,
+        char(' '),
+        alt((tag("stdout"), tag("stderr"))),
+        char(' '),
+        one_of("FP"),
+        char(' '),
+    ))
+    .parse(s);
+    parsed.ok().map(|(rest, _)| rest)
 }
 
 /// Ray's tag in front of a worker's, an actor's or the raylet's lines:
@@ -632,6 +658,15 @@ mod tests {
                 "not a place - x",
             ),
             ("[15:05:33] RuntimeError: x", "RuntimeError: x"),
+            // CRI's stream and tag follow only its own time.
+            (
+                "[12:00:01] stdout P MemoryError: x",
+                "stdout P MemoryError: x",
+            ),
+            (
+                "2026-11-29 21:00:10 - stderr F MemoryError: x",
+                "stderr F MemoryError: x",
+            ),
             // A container runtime's log file (CRI): the stream and tag go
             // with the time.
             (
