@@ -159,6 +159,9 @@ impl FindingTable {
             for entry in &mut report.entries {
                 entry.line = to(entry.line);
             }
+            for (line, _) in &mut report.lines {
+                *line = to(*line);
+            }
         }
         for (_, _, dump) in &mut self.stack_dumps {
             dump.line = to(dump.line);

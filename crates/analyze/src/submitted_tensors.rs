@@ -272,6 +272,23 @@ mod tests {
     }
 
     #[test]
+    fn a_later_part_of_a_large_file_keeps_its_evidence() {
+        let log = HEADER.to_owned()
+            + "0: [broadcast.noname.3765, broadcast.noname.3873]\n"
+            + "1: [broadcast.noname.3873]\n"
+            + "2: [broadcast.noname.3765]\n";
+        let rules = builtin_rules();
+        let (mut table, _) = scanned(log.as_bytes(), &rules);
+        // The part's lines counted from its start, moved to the file's.
+        table.shift_lines(1_000);
+        scan_submitted_tensors(&mut table, &rules);
+        let found = table.into_findings(&rules);
+        let mismatch = found.iter().find(|f| f.rule == RULE).unwrap();
+        let lines: Vec<u64> = mismatch.evidence.iter().map(|e| e.line).collect();
+        assert_eq!(lines, [1_004, 1_005]);
+    }
+
+    #[test]
     fn ranks_that_stopped_or_fell_behind_did_not() {
         for ranks in [
             "6: [allreduce.0, allreduce.1]\n",
