@@ -72,7 +72,7 @@ pub(crate) fn scan_submitted_tensors(table: &mut FindingTable, rules: &RuleSet) 
             input: display.clone(),
             line: second.entry.line,
             byte_offset: 0,
-            time: None,
+            time: report.time.clone(),
             own_time: None,
         };
         let grounding = Grounding {

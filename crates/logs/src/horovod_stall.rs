@@ -94,6 +94,9 @@ pub struct StallEntry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StallReport {
     pub line: u64,
+    /// The time of the warning that opened the report, when its line
+    /// shows one (`2021-02-10T17:39:53.403710`).
+    pub time: Option<String>,
     /// Whether the report starts at Horovod's header.
     pub headed: bool,
     /// Whether no list of the report was dropped for the bounds.
@@ -144,6 +147,9 @@ struct Open {
 pub struct StallReader {
     open: Option<Open>,
     read: usize,
+    /// The line and time of the last warning seen: the list of ranks
+    /// follows it on the next line.
+    warned: Option<(u64, Option<String>)>,
 }
 
 /// A tensor's list as a line gives it.
@@ -272,6 +278,13 @@ fn tensor_lists(text: &str, room: usize) -> TensorLists<'_> {
     TensorLists { lists, more: false }
 }
 
+/// The time a line shows, as printed or after a launcher's prefix.
+fn line_time(shown: &str, text: &str) -> Option<String> {
+    crate::line_time(shown)
+        .or_else(|| crate::line_time(text))
+        .map(|t| t.display())
+}
+
 fn opens_rank_lists(text: &str) -> bool {
     let text = text.trim_end();
     text.ends_with("Missing ranks:") || text.ends_with("Stalled ranks:")
@@ -387,6 +400,13 @@ impl StallReader {
             Line::RankHeader => {
                 self.close(out);
                 self.start(Form::Ranks, true, number, may_start);
+                let time = match &self.warned {
+                    Some((line, time)) if *line + 1 == number => time.clone(),
+                    _ => line_time(shown, text),
+                };
+                if let Some(open) = self.open.as_mut() {
+                    open.report.time = time;
+                }
                 let at = rank_header_at(shown).unwrap_or(0);
                 let prefix = crate::prefix::without_times(shown.get(..at).unwrap_or(""));
                 if let Some(open) = self.open.as_mut() {
@@ -396,6 +416,11 @@ impl StallReader {
             Line::TensorHeader(lists) => {
                 self.close(out);
                 self.start(Form::Tensors, true, number, may_start);
+                let time = line_time(shown, text);
+                self.warned = Some((number, time.clone()));
+                if let Some(open) = self.open.as_mut() {
+                    open.report.time = time;
+                }
                 self.add_tensors(lists, text, number, shown);
             }
             Line::Tensors(lists) => {
@@ -435,6 +460,7 @@ impl StallReader {
                 form,
                 report: StallReport {
                     line: number,
+                    time: None,
                     headed,
                     complete: true,
                     entries: Vec::new(),
@@ -586,6 +612,10 @@ mod tests {
             ]
         );
         assert!(reports[0].headed && reports[0].complete);
+        assert_eq!(
+            reports[0].time.as_deref(),
+            Some("2021-02-10T17:39:53.403710")
+        );
         assert_eq!(reports[0].entries[1].line, 4);
         assert_eq!(
             reports[0].text_of(4),
