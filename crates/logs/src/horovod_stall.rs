@@ -347,10 +347,13 @@ impl StallReader {
         self.open.as_ref().map(|o| o.form)
     }
 
+    /// How many more tensors' lists a line may add: to the open report of
+    /// that form, else to a new one.
     fn room(&self) -> usize {
-        self.open
-            .as_ref()
-            .map_or(MAX_ENTRIES, |o| MAX_ENTRIES - o.report.entries.len())
+        match &self.open {
+            Some(open) if open.form == Form::Tensors => MAX_ENTRIES - open.report.entries.len(),
+            _ => MAX_ENTRIES,
+        }
     }
 
     fn classify<'a>(&self, text: &'a str, shown: &str) -> Line<'a> {
@@ -361,11 +364,7 @@ impl StallReader {
         if opens_rank_lists(text) {
             return Line::RankHeader;
         }
-        let room = if self.form() == Some(Form::Tensors) {
-            self.room()
-        } else {
-            MAX_ENTRIES
-        };
+        let room = self.room();
         if opens_tensor_lists(text) {
             return Line::TensorHeader(tensor_lists(text, room));
         }

@@ -333,25 +333,6 @@ pub(crate) fn without_times(s: &str) -> &str {
 /// not (`2026-11-29 21:00:10,123`, `[2026-11-29 21:00:10]`), and then a
 /// level word, bracketed or not (`INFO`, `[ERROR]`), with its separator.
 fn strip_collector_time(s: &str) -> &str {
-    let date_time = || {
-        let zone = alt((
-            recognize(char('Z')),
-            recognize((one_of("+-"), digits(2), opt(char(':')), digits(2))),
-        ));
-        (
-            (
-                digits(4),
-                char('-'),
-                digits(2),
-                char('-'),
-                digits(2),
-                one_of("T "),
-            ),
-            (digits(2), char(':'), digits(2), char(':'), digits(2)),
-            opt((one_of(".,"), digit1)),
-            opt(zone),
-        )
-    };
     let clock = || {
         (
             digits(2),
@@ -372,8 +353,8 @@ fn strip_collector_time(s: &str) -> &str {
         char(' '),
     );
     let stamp = alt((
-        recognize(delimited(char('['), date_time(), char(']'))),
-        recognize(date_time()),
+        recognize(delimited(char('['), date_time("T ", false), char(']'))),
+        date_time("T ", false),
         recognize(delimited(
             char('['),
             (opt(slashed_date), clock()),
@@ -420,30 +401,42 @@ fn strip_collector_time(s: &str) -> &str {
 /// one space (`2026-11-29T21:00:10.123456789Z stderr F `). A partial
 /// record (`P`, a line the runtime split) is read as a line of its own.
 fn cri_record_header(s: &str) -> Option<&str> {
+    let parsed: IResult<&str, _> = (
+        date_time("T", true),
+        char(' '),
+        alt((tag("stdout"), tag("stderr"))),
+        char(' '),
+        one_of("FP"),
+        char(' '),
+    )
+        .parse(s);
+    parsed.ok().map(|(rest, _)| rest)
+}
+
+/// A date and a time of day (`2026-11-29T21:00:10.123456789+00:00`), the
+/// date and time parted by one of `separators`, with its fraction and its
+/// zone (`Z`, `+01:00`), the zone required where `zoned`.
+fn date_time<'a>(
+    separators: &'static str,
+    zoned: bool,
+) -> impl Parser<&'a str, Output = &'a str, Error = nom::error::Error<&'a str>> {
     let zone = alt((
         recognize(char('Z')),
-        recognize((one_of("+-"), digits(2), char(':'), digits(2))),
+        recognize((one_of("+-"), digits(2), opt(char(':')), digits(2))),
     ));
-    let parsed: IResult<&str, &str> = recognize((
+    recognize((
         (
             digits(4),
             char('-'),
             digits(2),
             char('-'),
             digits(2),
-            char('T'),
+            one_of(separators),
         ),
         (digits(2), char(':'), digits(2), char(':'), digits(2)),
-        opt((char('.'), digit1)),
-        zone,
-        char(' '),
-        alt((tag("stdout"), tag("stderr"))),
-        char(' '),
-        one_of("FP"),
-        char(' '),
+        opt((one_of(".,"), digit1)),
+        verify(opt(zone), move |z: &Option<&str>| z.is_some() || !zoned),
     ))
-    .parse(s);
-    parsed.ok().map(|(rest, _)| rest)
 }
 
 /// Ray's tag in front of a worker's, an actor's or the raylet's lines:
