@@ -249,12 +249,17 @@ mod tests {
 
     const HEADER: &str = "[2021-02-10 17:39:53.403710: W horovod/common/stall_inspector.cc:105] One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause deadlock.\nMissing ranks:\n";
 
-    #[test]
-    fn ranks_missing_each_others_tensors_submitted_different_ones() {
-        let log = HEADER.to_owned()
+    /// Ranks 1 and 2 each miss the tensor the other submitted.
+    fn crossing_report() -> String {
+        HEADER.to_owned()
             + "0: [broadcast.noname.3765, broadcast.noname.3873]\n"
             + "1: [broadcast.noname.3873]\n"
-            + "2: [broadcast.noname.3765]\n";
+            + "2: [broadcast.noname.3765]\n"
+    }
+
+    #[test]
+    fn ranks_missing_each_others_tensors_submitted_different_ones() {
+        let log = crossing_report();
         let found = findings(&log);
         let mismatch = found.iter().find(|f| f.rule == RULE).unwrap();
         assert!(
@@ -273,10 +278,7 @@ mod tests {
 
     #[test]
     fn a_later_part_of_a_large_file_keeps_its_evidence() {
-        let log = HEADER.to_owned()
-            + "0: [broadcast.noname.3765, broadcast.noname.3873]\n"
-            + "1: [broadcast.noname.3873]\n"
-            + "2: [broadcast.noname.3765]\n";
+        let log = crossing_report();
         let rules = builtin_rules();
         let (mut table, _) = scanned(log.as_bytes(), &rules);
         // The part's lines counted from its start, moved to the file's.
