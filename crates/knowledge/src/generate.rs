@@ -270,6 +270,13 @@ fn cuda_rule(
             r"(?:\bcuInit(?:\(0\))?(?: returned| err:)|\b(?:cuda driver library|nvcuda) init failure:) *(?P<what>{})\b",
             numbers.join("|")
         ),
+        // spconv 1.x and tensorview's check of a runtime call
+        // (`TV_CHECK_CUDA_ERR`): `<file> <line>` then `cuda execution failed
+        // with error 2`.
+        format!(
+            r"\bcuda execution failed with error (?P<what>{})\b",
+            numbers.join("|")
+        ),
         // Charm++'s check of a runtime call (`hapiCheck`): `Fatal CUDA Error
         // at cuda-hybrid-api.cu:450.` then `Return value 46 from
         // 'cudaStreamCreate(&kernel_stream)'.`
@@ -349,6 +356,7 @@ fn cuda_rule(
         "cuInit returned".to_owned(),
         "cuInit err:".to_owned(),
         "Return value ".to_owned(),
+        "cuda execution failed with error".to_owned(),
         "init failure:".to_owned(),
         "(error code ".to_owned(),
         " at line ".to_owned(),
