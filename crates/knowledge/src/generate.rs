@@ -270,6 +270,10 @@ fn cuda_rule(
             r"(?:\bcuInit(?:\(0\))?(?: returned| err:)|\b(?:cuda driver library|nvcuda) init failure:) *(?P<what>{})\b",
             numbers.join("|")
         ),
+        // cuDNN's own check of the driver call that launched its kernel, in
+        // its error text: `failed with message: err 700 != CUDA_SUCCESS ::
+        // shimCuLaunchKernelEx(...)` (`CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER`).
+        format!(r"\berr (?P<what>{}) != CUDA_SUCCESS\b", numbers.join("|")),
         // spconv 1.x and tensorview's check of a runtime call
         // (`TV_CHECK_CUDA_ERR`): `<file> <line>` then `cuda execution failed
         // with error 2`.
@@ -357,6 +361,7 @@ fn cuda_rule(
         "cuInit err:".to_owned(),
         "Return value ".to_owned(),
         "cuda execution failed with error".to_owned(),
+        "!= CUDA_SUCCESS".to_owned(),
         "init failure:".to_owned(),
         "(error code ".to_owned(),
         " at line ".to_owned(),
