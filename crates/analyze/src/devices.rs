@@ -82,6 +82,7 @@ pub(crate) fn rank_from_world_communicator(findings: &mut [Finding]) {
 pub(crate) fn rank_from_nccl_process(findings: &mut [Finding]) {
     let process = |f: &Finding| Some((f.host.clone(), f.printed_by?.pid));
     attribute_ranks_by(findings, process, process);
+    rank_from_node_offset(findings);
     let hosts: BTreeSet<&str> = findings.iter().filter_map(|f| f.host.as_deref()).collect();
     let mut pids_of_device: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
     for p in findings.iter().filter_map(|f| f.printed_by) {
@@ -99,6 +100,63 @@ pub(crate) fn rank_from_nccl_process(findings: &mut [Finding]) {
         }
         if f.gpu.is_none() {
             f.gpu = Some(format!("GPU {}", printer.device));
+        }
+    }
+}
+
+/// Gives the NCCL processes of a node whose rank no line tells the rank
+/// their device tells, when the node's processes of known rank all sit at
+/// one offset from their devices (`rank 11 ... cudaDev 3`: offset 8) and at
+/// least two of them say so: launchers number a node's ranks after the
+/// nodes before it, in the order of its devices. A device that a process of
+/// known rank drives, or that two processes of unknown rank print, tells
+/// nothing.
+fn rank_from_node_offset(findings: &mut [Finding]) {
+    type Node = Option<String>;
+    let mut known: BTreeMap<Node, BTreeSet<(u32, u32, u32)>> = BTreeMap::new();
+    let mut unknown: BTreeMap<(Node, u32), BTreeSet<u32>> = BTreeMap::new();
+    for f in findings.iter() {
+        let Some(p) = f.printed_by else { continue };
+        match f.rank {
+            Some(rank) => {
+                known
+                    .entry(f.host.clone())
+                    .or_default()
+                    .insert((p.pid, p.device, rank));
+            }
+            None => {
+                unknown
+                    .entry((f.host.clone(), p.device))
+                    .or_default()
+                    .insert(p.pid);
+            }
+        }
+    }
+    let offset_of = |node: &Node| -> Option<i64> {
+        let processes = known.get(node)?;
+        let pids: BTreeSet<u32> = processes.iter().map(|(pid, _, _)| *pid).collect();
+        let offsets: BTreeSet<i64> = processes
+            .iter()
+            .map(|(_, device, rank)| i64::from(*rank) - i64::from(*device))
+            .collect();
+        match (pids.len() >= 2, offsets.len()) {
+            (true, 1) => offsets.first().copied().filter(|o| *o >= 0),
+            _ => None,
+        }
+    };
+    for f in findings.iter_mut().filter(|f| f.rank.is_none()) {
+        let Some(p) = f.printed_by else { continue };
+        let Some(offset) = offset_of(&f.host) else {
+            continue;
+        };
+        let device_taken = known
+            .get(&f.host)
+            .is_some_and(|k| k.iter().any(|(_, device, _)| *device == p.device));
+        let one_process = unknown
+            .get(&(f.host.clone(), p.device))
+            .is_some_and(|pids| pids.len() == 1);
+        if !device_taken && one_process {
+            f.rank = u32::try_from(i64::from(p.device) + offset).ok();
         }
     }
 }
@@ -225,6 +283,40 @@ mod tests {
         rank_from_nccl_process(&mut one_gpu_each);
         assert_eq!(ranks(&one_gpu_each), [None, None]);
         assert_eq!(one_gpu_each[0].gpu.as_deref(), Some("GPU 0"));
+    }
+
+    #[test]
+    fn a_node_whose_ranks_follow_its_devices_gives_a_process_its_rank() {
+        let comm = |host: &str, pid: u32, device: u32, rank: u32| {
+            let mut f = printed("comm", Some(host), pid, device);
+            f.rank = Some(rank);
+            f
+        };
+        let mut findings = vec![
+            comm("n2", 10, 0, 8),
+            comm("n2", 13, 3, 11),
+            printed("warn", Some("n2"), 12, 2),
+            printed("warn", Some("n1"), 12, 2),
+        ];
+        rank_from_nccl_process(&mut findings);
+        assert_eq!(ranks(&findings)[2..], [Some(10), None]);
+        // One process of known rank, or offsets that disagree, tell nothing.
+        for mut node in [
+            vec![comm("n2", 10, 0, 8), printed("warn", Some("n2"), 12, 2)],
+            vec![
+                comm("n2", 10, 0, 8),
+                comm("n2", 13, 3, 3),
+                printed("warn", Some("n2"), 12, 2),
+            ],
+            vec![
+                comm("n2", 10, 0, 8),
+                comm("n2", 13, 2, 10),
+                printed("warn", Some("n2"), 12, 2),
+            ],
+        ] {
+            rank_from_nccl_process(&mut node);
+            assert_eq!(node.last().and_then(|f| f.rank), None);
+        }
     }
 
     fn oom_on(gpu: &str, rank: Option<u32>, host: Option<&str>) -> Finding {

@@ -10,13 +10,34 @@ use std::collections::{BinaryHeap, HashMap};
 
 /// What tells findings of one rule apart: the rank and GPU they are about,
 /// and, for findings of no rank, the node (the same GPU address exists on
-/// every node). A rank's lines that name its node and those that do not
-/// are one finding.
-type Key = (usize, Option<u32>, Option<String>, Option<String>);
+/// every node) and the process that printed them (NCCL's `host:pid:tid`
+/// header: each process may turn out to be another rank). A rank's lines
+/// that name its node and those that do not are one finding.
+type Key = (
+    usize,
+    Option<u32>,
+    Option<String>,
+    Option<String>,
+    Option<u32>,
+);
 
-fn key(rule: usize, rank: Option<u32>, host: Option<&String>, gpu: Option<&String>) -> Key {
-    let host = if rank.is_none() { host.cloned() } else { None };
-    (rule, rank, host, gpu.cloned())
+fn key(
+    rule: usize,
+    rank: Option<u32>,
+    host: Option<&String>,
+    gpu: Option<&String>,
+    printer: Option<Printer>,
+) -> Key {
+    match rank {
+        None => (
+            rule,
+            rank,
+            host.cloned(),
+            gpu.cloned(),
+            printer.map(|p| p.pid),
+        ),
+        Some(_) => (rule, rank, None, gpu.cloned(), None),
+    }
 }
 
 /// Findings of one rule whose evidence keeps its surrounding lines.
@@ -374,7 +395,11 @@ impl FindingTable {
             .or_else(|| line_host(&anchor.text))
             .map(str::to_owned);
         let gpu = captured_gpu(&m.captures);
-        let key = key(m.rule, rank, host.as_ref(), gpu.as_ref());
+        let printer = nccl_process(unprefixed).map(|p| Printer {
+            pid: p.pid,
+            device: p.device,
+        });
+        let key = key(m.rule, rank, host.as_ref(), gpu.as_ref(), printer);
         let at = match self.index.get(&key) {
             Some(&i) => {
                 let entry = &mut self.entries[i];
@@ -412,10 +437,7 @@ impl FindingTable {
                         .collect(),
                     traceback: None,
                     curve: None,
-                    printed_by: nccl_process(unprefixed).map(|p| Printer {
-                        pid: p.pid,
-                        device: p.device,
-                    }),
+                    printed_by: printer,
                 });
                 self.index.insert(key, self.entries.len() - 1);
                 self.entries.len() - 1
@@ -556,7 +578,13 @@ impl FindingTable {
 
 impl Entry {
     fn key(&self) -> Key {
-        key(self.rule, self.rank, self.host.as_ref(), self.gpu.as_ref())
+        key(
+            self.rule,
+            self.rank,
+            self.host.as_ref(),
+            self.gpu.as_ref(),
+            self.printed_by,
+        )
     }
 
     fn into_finding(self, rules: &RuleSet) -> Option<Finding> {

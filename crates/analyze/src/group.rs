@@ -46,10 +46,17 @@ pub(crate) fn across_ranks(mut findings: Vec<Finding>) -> Vec<Finding> {
     let mut joins = Vec::with_capacity(findings.len());
     {
         let mut first: HashMap<Same<'_>, usize> = HashMap::new();
+        // Findings of no rank stay apart, but for those that only the
+        // process printing them (NCCL's `host:pid:tid` header) set apart
+        // and that no rank was found for: one per node.
+        let mut first_unranked: HashMap<(Same<'_>, Option<&str>), usize> = HashMap::new();
         for (i, f) in findings.iter().enumerate() {
-            let to = match f.rank {
-                Some(_) => *first.entry(Same::of(f)).or_insert(i),
-                None => i,
+            let to = match (f.rank, f.printed_by) {
+                (Some(_), _) => *first.entry(Same::of(f)).or_insert(i),
+                (None, Some(_)) => *first_unranked
+                    .entry((Same::of(f), f.host.as_deref()))
+                    .or_insert(i),
+                (None, None) => i,
             };
             joins.push(to);
         }
@@ -125,5 +132,23 @@ mod tests {
         assert_eq!(grouped[2].ranks, Vec::<u32>::new());
         assert_eq!(grouped[2].rank, Some(2));
         assert_eq!(grouped[3].rank, None);
+    }
+
+    #[test]
+    fn processes_of_no_known_rank_are_one_finding_per_node() {
+        let printed = |pid: u32, host: &str| Finding {
+            printed_by: Some(coroner_model::Printer { pid, device: 0 }),
+            host: Some(host.to_owned()),
+            ..on(None, "port error")
+        };
+        let grouped = across_ranks(vec![
+            printed(10, "n1"),
+            printed(11, "n1"),
+            printed(12, "n2"),
+        ]);
+        assert_eq!(grouped.len(), 2);
+        assert_eq!(grouped[0].count, 2);
+        assert_eq!(grouped[0].rank, None);
+        assert!(grouped[0].ranks.is_empty());
     }
 }
