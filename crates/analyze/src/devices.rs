@@ -110,7 +110,7 @@ pub(crate) fn rank_from_nccl_process(findings: &mut [Finding]) {
 /// least two of them say so: launchers number a node's ranks after the
 /// nodes before it, in the order of its devices. A device that a process of
 /// known rank drives, or that two processes of unknown rank print, tells
-/// nothing.
+/// nothing; nor do lines whose header names no node.
 fn rank_from_node_offset(findings: &mut [Finding]) {
     type Node = Option<String>;
     let mut known: BTreeMap<Node, BTreeSet<(u32, u32, u32)>> = BTreeMap::new();
@@ -146,6 +146,10 @@ fn rank_from_node_offset(findings: &mut [Finding]) {
     };
     for f in findings.iter_mut().filter(|f| f.rank.is_none()) {
         let Some(p) = f.printed_by else { continue };
+        // Lines whose header lost its host may come from any node.
+        if f.host.is_none() {
+            continue;
+        }
         let Some(offset) = offset_of(&f.host) else {
             continue;
         };
@@ -317,6 +321,18 @@ mod tests {
             rank_from_nccl_process(&mut node);
             assert_eq!(node.last().and_then(|f| f.rank), None);
         }
+        let unnamed = |pid: u32, device: u32, rank: Option<u32>| {
+            let mut f = printed("comm", None, pid, device);
+            f.rank = rank;
+            f
+        };
+        let mut no_host = vec![
+            unnamed(10, 0, Some(8)),
+            unnamed(13, 3, Some(11)),
+            unnamed(12, 2, None),
+        ];
+        rank_from_nccl_process(&mut no_host);
+        assert_eq!(no_host[2].rank, None);
     }
 
     fn oom_on(gpu: &str, rank: Option<u32>, host: Option<&str>) -> Finding {

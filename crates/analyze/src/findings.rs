@@ -10,15 +10,17 @@ use std::collections::{BinaryHeap, HashMap};
 
 /// What tells findings of one rule apart: the rank and GPU they are about,
 /// and, for findings of no rank, the node (the same GPU address exists on
-/// every node) and the process that printed them (NCCL's `host:pid:tid`
-/// header: each process may turn out to be another rank). A rank's lines
-/// that name its node and those that do not are one finding.
+/// every node), the process that printed them (NCCL's `host:pid:tid`
+/// header: each process may turn out to be another rank) and the size of
+/// the communicator a line names (`rank 3 nranks 8`: a process's lines
+/// about its tensor-parallel group and about the world are two facts). A
+/// rank's lines that name its node and those that do not are one finding.
 type Key = (
     usize,
     Option<u32>,
     Option<String>,
     Option<String>,
-    Option<u32>,
+    Option<(u32, Option<String>)>,
 );
 
 fn key(
@@ -27,6 +29,7 @@ fn key(
     host: Option<&String>,
     gpu: Option<&String>,
     printer: Option<Printer>,
+    nranks: Option<&str>,
 ) -> Key {
     match rank {
         None => (
@@ -34,10 +37,18 @@ fn key(
             rank,
             host.cloned(),
             gpu.cloned(),
-            printer.map(|p| p.pid),
+            printer.map(|p| (p.pid, nranks.map(str::to_owned))),
         ),
         Some(_) => (rule, rank, None, gpu.cloned(), None),
     }
+}
+
+/// The communicator size a match captured (`nranks`), if any.
+fn captured_nranks(captures: &[(String, String)]) -> Option<&str> {
+    captures
+        .iter()
+        .find(|(k, _)| k == "nranks")
+        .map(|(_, v)| v.as_str())
 }
 
 /// Findings of one rule whose evidence keeps its surrounding lines.
@@ -399,7 +410,14 @@ impl FindingTable {
             pid: p.pid,
             device: p.device,
         });
-        let key = key(m.rule, rank, host.as_ref(), gpu.as_ref(), printer);
+        let key = key(
+            m.rule,
+            rank,
+            host.as_ref(),
+            gpu.as_ref(),
+            printer,
+            captured_nranks(&m.captures),
+        );
         let at = match self.index.get(&key) {
             Some(&i) => {
                 let entry = &mut self.entries[i];
@@ -584,6 +602,7 @@ impl Entry {
             self.host.as_ref(),
             self.gpu.as_ref(),
             self.printed_by,
+            captured_nranks(&self.captures),
         )
     }
 

@@ -26,6 +26,16 @@ struct Same<'a> {
 }
 
 impl<'a> Same<'a> {
+    /// What a rank-less finding of an NCCL process shares with the same
+    /// finding of the node's other processes: all but the GPU, which is
+    /// each process's own device.
+    fn unplaced(f: &'a Finding) -> Self {
+        Same {
+            gpu: None,
+            ..Same::of(f)
+        }
+    }
+
     fn of(f: &'a Finding) -> Self {
         Same {
             rule: &f.rule,
@@ -54,7 +64,7 @@ pub(crate) fn across_ranks(mut findings: Vec<Finding>) -> Vec<Finding> {
             let to = match (f.rank, f.printed_by) {
                 (Some(_), _) => *first.entry(Same::of(f)).or_insert(i),
                 (None, Some(_)) => *first_unranked
-                    .entry((Same::of(f), f.host.as_deref()))
+                    .entry((Same::unplaced(f), f.host.as_deref()))
                     .or_insert(i),
                 (None, None) => i,
             };
@@ -66,7 +76,12 @@ pub(crate) fn across_ranks(mut findings: Vec<Finding>) -> Vec<Finding> {
             continue;
         }
         let (rank, count) = (findings[i].rank, findings[i].count);
+        let other_gpu = findings[i].gpu != findings[to].gpu;
         let lead = &mut findings[to];
+        if other_gpu {
+            // Processes on several devices: the lead's device is not theirs.
+            lead.gpu = None;
+        }
         if lead.ranks.is_empty() {
             lead.ranks.extend(lead.rank);
         }
@@ -136,19 +151,24 @@ mod tests {
 
     #[test]
     fn processes_of_no_known_rank_are_one_finding_per_node() {
-        let printed = |pid: u32, host: &str| Finding {
-            printed_by: Some(coroner_model::Printer { pid, device: 0 }),
+        let printed = |pid: u32, device: u32, host: &str| Finding {
+            printed_by: Some(coroner_model::Printer { pid, device }),
             host: Some(host.to_owned()),
+            gpu: Some(format!("GPU {device}")),
             ..on(None, "port error")
         };
         let grouped = across_ranks(vec![
-            printed(10, "n1"),
-            printed(11, "n1"),
-            printed(12, "n2"),
+            printed(10, 0, "n1"),
+            printed(11, 1, "n1"),
+            printed(12, 0, "n2"),
+            printed(13, 0, "n2"),
         ]);
         assert_eq!(grouped.len(), 2);
         assert_eq!(grouped[0].count, 2);
         assert_eq!(grouped[0].rank, None);
         assert!(grouped[0].ranks.is_empty());
+        // Two devices: no one device is named; one device: it is.
+        assert_eq!(grouped[0].gpu, None);
+        assert_eq!(grouped[1].gpu.as_deref(), Some("GPU 0"));
     }
 }
