@@ -1301,8 +1301,10 @@ fn assert_peak_below(peak_kib: Option<u64>, mib: u64, what: &str) {
 /// and the finding of each rank, while the root cause is chosen, holds
 /// neither the lines around its evidence (past the 64th of its rule) nor
 /// a tree of its captures: with the debug build, 339 MiB before that and
-/// 197 MiB now. The JSON and the terminal report are written by one run,
-/// so the figures cover both. The time limit is for the debug build on 2
+/// 197 MiB then. The peak also holds the compiled rule set (about 66 MiB
+/// with the debug build and 940 rules), so what is bounded is the peak
+/// above a run on a one-line log: about 190 MiB. The JSON and the terminal
+/// report are written by one run, so the figures cover both. The time limit is for the debug build on 2
 /// shared cores (the release build: see the limits table in docs/limits.md).
 #[test]
 fn a_hundred_thousand_ranks_out_of_memory_are_one_finding() {
@@ -1345,7 +1347,15 @@ fn a_hundred_thousand_ranks_out_of_memory_are_one_finding() {
         "{} bytes of JSON",
         run.out.stdout.len()
     );
-    assert_peak_below(run.peak_kib, 256, "100 000 ranks");
+    // The peak holds the compiled rule set too, which grows with the rules:
+    // what the ranks add is the peak above a run on a one-line log.
+    std::fs::write(dir.path("one.log"), "one line\n").unwrap();
+    let alone = analyze_bounded(&[&dir.display("one.log")], SCALE_LIMIT);
+    let above = run
+        .peak_kib
+        .zip(alone.peak_kib)
+        .map(|(peak, base)| peak.saturating_sub(base));
+    assert_peak_below(above, 200, "100 000 ranks, above a one-line log");
     let text = std::fs::read_to_string(dir.path("ranks.txt")).unwrap();
     assert!(text.contains("Seen on 100000 ranks: 0-99999."), "{text}");
 }

@@ -13,15 +13,10 @@ use std::collections::{BinaryHeap, HashMap};
 /// every node), the process that printed them (NCCL's `host:pid:tid`
 /// header: each process may turn out to be another rank) and the size of
 /// the communicator a line names (`rank 3 nranks 8`: a process's lines
-/// about its tensor-parallel group and about the world are two facts). A
-/// rank's lines that name its node and those that do not are one finding.
-type Key = (
-    usize,
-    Option<u32>,
-    Option<String>,
-    Option<String>,
-    Option<(u32, Option<String>)>,
-);
+/// about its tensor-parallel group and about the world are two facts),
+/// those two as one number. A rank's lines that name its node and those
+/// that do not are one finding.
+type Key = (usize, Option<u32>, Option<String>, Option<String>, u64);
 
 fn key(
     rule: usize,
@@ -37,10 +32,19 @@ fn key(
             rank,
             host.cloned(),
             gpu.cloned(),
-            printer.map(|p| (p.pid, nranks.map(str::to_owned))),
+            process_key(printer, nranks),
         ),
-        Some(_) => (rule, rank, None, gpu.cloned(), None),
+        Some(_) => (rule, rank, None, gpu.cloned(), 0),
     }
+}
+
+/// The printing process and communicator size of a rank-less match, as
+/// one number (0 when no NCCL header printed it): a key is kept per
+/// finding, and a job of 10^5 ranks has as many.
+fn process_key(printer: Option<Printer>, nranks: Option<&str>) -> u64 {
+    let Some(p) = printer else { return 0 };
+    let size = nranks.and_then(|n| n.parse::<u32>().ok()).unwrap_or(0);
+    (u64::from(p.pid) + 1) << 32 | u64::from(size)
 }
 
 /// The communicator size a match captured (`nranks`), if any.
