@@ -112,54 +112,56 @@ pub(crate) fn rank_from_nccl_process(findings: &mut [Finding]) {
 /// known rank drives, or that two processes of unknown rank print, tells
 /// nothing; nor do lines whose header names no node.
 fn rank_from_node_offset(findings: &mut [Finding]) {
-    type Node = Option<String>;
-    let mut known: BTreeMap<Node, BTreeSet<(u32, u32, u32)>> = BTreeMap::new();
-    let mut unknown: BTreeMap<(Node, u32), BTreeSet<u32>> = BTreeMap::new();
+    // Per node: the (pid, device, rank) of its processes of known rank, and
+    // the pids of unknown rank that print each device.
+    let mut known: BTreeMap<&str, BTreeSet<(u32, u32, u32)>> = BTreeMap::new();
+    let mut unknown: BTreeMap<(&str, u32), BTreeSet<u32>> = BTreeMap::new();
     for f in findings.iter() {
-        let Some(p) = f.printed_by else { continue };
+        let (Some(p), Some(host)) = (f.printed_by, f.host.as_deref()) else {
+            continue;
+        };
         match f.rank {
             Some(rank) => {
                 known
-                    .entry(f.host.clone())
+                    .entry(host)
                     .or_default()
                     .insert((p.pid, p.device, rank));
             }
             None => {
-                unknown
-                    .entry((f.host.clone(), p.device))
-                    .or_default()
-                    .insert(p.pid);
+                unknown.entry((host, p.device)).or_default().insert(p.pid);
             }
         }
     }
-    let offset_of = |node: &Node| -> Option<i64> {
-        let processes = known.get(node)?;
+    // Per node: its one offset, and the devices whose rank is known.
+    let mut offsets: BTreeMap<String, (i64, BTreeSet<u32>)> = BTreeMap::new();
+    for (host, processes) in &known {
         let pids: BTreeSet<u32> = processes.iter().map(|(pid, _, _)| *pid).collect();
-        let offsets: BTreeSet<i64> = processes
+        let mut of_node = processes
             .iter()
-            .map(|(_, device, rank)| i64::from(*rank) - i64::from(*device))
-            .collect();
-        match (pids.len() >= 2, offsets.len()) {
-            (true, 1) => offsets.first().copied().filter(|o| *o >= 0),
-            _ => None,
-        }
-    };
-    for f in findings.iter_mut().filter(|f| f.rank.is_none()) {
-        let Some(p) = f.printed_by else { continue };
-        // Lines whose header lost its host may come from any node.
-        if f.host.is_none() {
-            continue;
-        }
-        let Some(offset) = offset_of(&f.host) else {
+            .map(|(_, device, rank)| i64::from(*rank) - i64::from(*device));
+        let Some(offset) = of_node.next() else {
             continue;
         };
-        let device_taken = known
-            .get(&f.host)
-            .is_some_and(|k| k.iter().any(|(_, device, _)| *device == p.device));
-        let one_process = unknown
-            .get(&(f.host.clone(), p.device))
-            .is_some_and(|pids| pids.len() == 1);
-        if !device_taken && one_process {
+        if pids.len() >= 2 && offset >= 0 && of_node.all(|o| o == offset) {
+            let devices = processes.iter().map(|(_, device, _)| *device).collect();
+            offsets.insert((*host).to_owned(), (offset, devices));
+        }
+    }
+    // The devices that one process of unknown rank prints, per node.
+    let lone: BTreeSet<(String, u32)> = unknown
+        .into_iter()
+        .filter(|(_, pids)| pids.len() == 1)
+        .map(|((host, device), _)| (host.to_owned(), device))
+        .collect();
+    // Lines whose header lost its host may come from any node: left alone.
+    for f in findings.iter_mut().filter(|f| f.rank.is_none()) {
+        let (Some(p), Some(host)) = (f.printed_by, f.host.as_deref()) else {
+            continue;
+        };
+        let Some((offset, devices)) = offsets.get(host) else {
+            continue;
+        };
+        if !devices.contains(&p.device) && lone.contains(&(host.to_owned(), p.device)) {
             f.rank = u32::try_from(i64::from(p.device) + offset).ok();
         }
     }
