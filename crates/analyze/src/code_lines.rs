@@ -6,8 +6,10 @@
 //! `if "out of memory" in str(e):`). What such a line says is the
 //! program's text, not something that happened, so no rule reads it. A
 //! frame's source line inside a traceback is recognised by the traceback
-//! reader instead. An interpreter's input (`>>> torch.cuda.is_available()`)
-//! is left to the rules: with the output after it, it is what happened.
+//! reader instead, and so is a source line that `rich` prints inside a
+//! traceback's box, with its line number (`│   214 │ raise ... │`). An
+//! interpreter's input (`>>> torch.cuda.is_available()`) is left to the
+//! rules: with the output after it, it is what happened.
 
 /// Words that start a statement whose strings are the program's own:
 /// output calls, raises, checks and the branches that test messages.
@@ -40,6 +42,22 @@ pub(crate) fn is_python_code(text: &str) -> bool {
     let code = without_comment(bare).trim_end();
     let holds_string = code.contains('"') || code.contains('\'');
     holds_string && code.ends_with([')', ':', ']', '"', '\''])
+}
+
+/// Whether `text` (prefix removed) is a source line of a `rich`
+/// traceback: a box's left edge, the line number (`❱` marks the failing
+/// line), then the number column's edge (`│ ❱ 214 │ ...`).
+pub(crate) fn is_rich_frame_source(text: &str) -> bool {
+    let Some(rest) = text.trim_start().strip_prefix('│') else {
+        return false;
+    };
+    let rest = rest.trim_start();
+    let rest = rest.strip_prefix('❱').map_or(rest, str::trim_start);
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0
+        && rest
+            .get(digits..)
+            .is_some_and(|after| after.trim_start().starts_with('│'))
 }
 
 /// `code` up to a `#` that is outside any string.
@@ -85,6 +103,26 @@ mod tests {
             "logging to wandb",
         ] {
             assert!(!is_python_code(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_rich_tracebacks_numbered_source_lines_are_code() {
+        for line in [
+            "│   214 │   │   │   │   \"libcudart functions unavailable. It looks like you have a broken build?   │",
+            "│ ❱ 2066 │   │   │   raise RuntimeError(\"CUDA error: out of memory\")           │",
+            "  │   88 │ loss = model(batch)                                   │",
+        ] {
+            assert!(is_rich_frame_source(line), "{line}");
+        }
+        for line in [
+            "│ /usr/lib/python3.10/site-packages/torch/cuda/__init__.py:214 in _lazy_init │",
+            "│ │ device = 0 │ │",
+            "RuntimeError: CUDA error: out of memory",
+            "│",
+            "│ 12",
+        ] {
+            assert!(!is_rich_frame_source(line), "{line}");
         }
     }
 }

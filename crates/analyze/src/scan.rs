@@ -11,7 +11,7 @@
 //! lines after it, while a Python traceback is being read, and in blocks
 //! holding ANSI escapes (which can split a literal).
 
-use crate::code_lines::is_python_code;
+use crate::code_lines::{is_python_code, is_rich_frame_source};
 use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use crate::pasted::{
     continues_line, dedent, shared_indent, unwrapped, unwrapped_end, wrap_width, Indent,
@@ -777,8 +777,12 @@ impl TextScan<'_> {
         // Only a line holding a literal looks back: the block search hands
         // over no other, and reading every line must find the same.
         let holds_literal = self.scanner.holds_literal(&text);
-        // A line of Python pasted with the log is the program's code too.
-        let code = source_line || (feed == Feed::All && holds_literal && is_python_code(line.text));
+        // A line of Python pasted with the log, or shown in a `rich`
+        // traceback's box, is the program's code too.
+        let code = source_line
+            || (feed == Feed::All
+                && holds_literal
+                && (is_python_code(line.text) || is_rich_frame_source(line.text)));
         if feed == Feed::All && !code && (holds_literal || self.scanner.has_pending()) {
             self.keep_wrapped_line_before(&line);
         }
