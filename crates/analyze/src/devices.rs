@@ -148,11 +148,12 @@ fn rank_from_node_offset(findings: &mut [Finding]) {
         }
     }
     // The devices that one process of unknown rank prints, per node.
-    let lone: BTreeSet<(String, u32)> = unknown
-        .into_iter()
-        .filter(|(_, pids)| pids.len() == 1)
-        .map(|((host, device), _)| (host.to_owned(), device))
-        .collect();
+    let mut lone: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    for ((host, device), pids) in unknown {
+        if pids.len() == 1 {
+            lone.entry(host.to_owned()).or_default().insert(device);
+        }
+    }
     // Lines whose header lost its host may come from any node: left alone.
     for f in findings.iter_mut().filter(|f| f.rank.is_none()) {
         let (Some(p), Some(host)) = (f.printed_by, f.host.as_deref()) else {
@@ -161,7 +162,8 @@ fn rank_from_node_offset(findings: &mut [Finding]) {
         let Some((offset, devices)) = offsets.get(host) else {
             continue;
         };
-        if !devices.contains(&p.device) && lone.contains(&(host.to_owned(), p.device)) {
+        let alone = lone.get(host).is_some_and(|d| d.contains(&p.device));
+        if !devices.contains(&p.device) && alone {
             f.rank = u32::try_from(i64::from(p.device) + offset).ok();
         }
     }
