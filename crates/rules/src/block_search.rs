@@ -29,6 +29,8 @@ pub(crate) struct Literal {
     pub bytes: Vec<u8>,
     /// Compared with the text's case, not ignoring it.
     pub exact: bool,
+    /// The index of the rule that listed it.
+    pub rule: usize,
 }
 
 impl Literal {
@@ -54,11 +56,83 @@ pub(crate) struct BlockSearch {
     prints: Vec<Vec<u8>>,
     /// For each fingerprint, the literals holding it, with the offset of
     /// every occurrence of the fingerprint in each.
-    holders: Vec<Vec<(usize, usize)>>,
+    holders: Vec<Holders>,
     /// The fingerprints shorter than the longest: Teddy reports one
     /// fingerprint per position, so at a hit these may start there too.
     short: Vec<usize>,
     literals: Vec<Literal>,
+}
+
+/// The literals holding one fingerprint, each with the offset of the
+/// fingerprint in it. A fingerprint common in some log (` in `, `proc`)
+/// may be held by a hundred literals: those are kept sorted by the four
+/// bytes that follow the fingerprint in them (or, when it ends within four
+/// bytes of the literal's end, the four before it), so that a hit compares
+/// only the literals whose neighbouring bytes are the text's.
+#[derive(Debug, Default, Clone)]
+struct Holders {
+    /// (the four bytes after the fingerprint, literal, offset), sorted.
+    after: Vec<(u32, usize, usize)>,
+    /// (the four bytes before the fingerprint, literal, offset), sorted.
+    before: Vec<(u32, usize, usize)>,
+    /// The literals with fewer than four bytes on either side.
+    rest: Vec<(usize, usize)>,
+}
+
+/// Bytes of the neighbour a holder is keyed by.
+const KEY_LEN: usize = 4;
+
+/// The four bytes of `bytes` at `at`, as one number.
+fn key_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let word: [u8; KEY_LEN] = bytes.get(at..at.checked_add(KEY_LEN)?)?.try_into().ok()?;
+    Some(u32::from_le_bytes(word))
+}
+
+/// The entries of `list` (sorted by key) whose key is `key`.
+fn keyed(list: &[(u32, usize, usize)], key: Option<u32>) -> &[(u32, usize, usize)] {
+    let Some(key) = key else { return &[] };
+    let low = list.partition_point(|e| e.0 < key);
+    let high = list.partition_point(|e| e.0 <= key);
+    list.get(low..high).unwrap_or_default()
+}
+
+impl Holders {
+    /// Files literal `literal` (`bytes`: as searched), which holds
+    /// fingerprint of `len` bytes at `offset`.
+    fn add(&mut self, literal: usize, offset: usize, len: usize, bytes: &[u8]) {
+        if let Some(key) = key_at(bytes, offset + len) {
+            self.after.push((key, literal, offset));
+        } else if let Some(key) = offset.checked_sub(KEY_LEN).and_then(|b| key_at(bytes, b)) {
+            self.before.push((key, literal, offset));
+        } else {
+            self.rest.push((literal, offset));
+        }
+    }
+
+    fn sort(&mut self) {
+        self.after.sort_unstable();
+        self.before.sort_unstable();
+    }
+
+    /// The holders that can occur with a fingerprint of `len` bytes found at
+    /// `at` in `haystack`: (literal, offset).
+    fn around(
+        &self,
+        haystack: &[u8],
+        at: usize,
+        len: usize,
+    ) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let after = keyed(&self.after, key_at(haystack, at + len));
+        let before = keyed(
+            &self.before,
+            at.checked_sub(KEY_LEN).and_then(|b| key_at(haystack, b)),
+        );
+        after
+            .iter()
+            .chain(before)
+            .map(|&(_, l, offset)| (l, offset))
+            .chain(self.rest.iter().copied())
+    }
 }
 
 #[derive(Debug)]
@@ -128,7 +202,7 @@ impl BlockSearch {
         let mut lengths: Vec<usize> = prints.iter().map(Vec::len).collect();
         lengths.sort_unstable();
         lengths.dedup();
-        let mut holders: Vec<Vec<(usize, usize)>> = vec![Vec::new(); prints.len()];
+        let mut holders: Vec<Holders> = vec![Holders::default(); prints.len()];
         for (l, lit) in literals.iter().enumerate() {
             let bytes = if folded && lit.exact {
                 lit.bytes.to_ascii_lowercase()
@@ -141,11 +215,12 @@ impl BlockSearch {
                         break;
                     };
                     if let Some(at) = index.get(window).and_then(|&p| holders.get_mut(p)) {
-                        at.push((l, offset));
+                        at.add(l, offset, len, &bytes);
                     }
                 }
             }
         }
+        holders.iter_mut().for_each(Holders::sort);
         let longest = prints.iter().map(Vec::len).max().unwrap_or(0);
         let short = prints
             .iter()
@@ -200,6 +275,67 @@ impl BlockSearch {
         }
     }
 
+    /// Calls `found` with the rule of each literal occurring in `text`
+    /// (`lowered`: the same text ASCII-lowercased), once per occurrence:
+    /// every occurrence of every fingerprint is confirmed against every
+    /// literal that can hold it there.
+    pub(crate) fn each_rule(&self, text: &[u8], lowered: &[u8], mut found: impl FnMut(usize)) {
+        let haystack = if self.folded { lowered } else { text };
+        let mut confirm_all = |print: usize, at: usize| {
+            let (Some(holders), Some(len)) = (
+                self.holders.get(print),
+                self.prints.get(print).map(Vec::len),
+            ) else {
+                return;
+            };
+            for (l, offset) in holders.around(haystack, at, len) {
+                let start = at.checked_sub(offset);
+                if let Some(lit) = self
+                    .literals
+                    .get(l)
+                    .filter(|lit| start.is_some_and(|s| lit.occurs_at(s, text, lowered)))
+                {
+                    found(lit.rule);
+                }
+            }
+        };
+        match &self.engine {
+            Engine::Teddy(s) => {
+                let mut pos = 0;
+                while pos < haystack.len() {
+                    let Some(m) =
+                        s.find_in(haystack, aho_corasick::Span::from(pos..haystack.len()))
+                    else {
+                        break;
+                    };
+                    let (at, reported) = (m.start(), m.pattern().as_usize());
+                    confirm_all(reported, at);
+                    // Teddy names one fingerprint per place: any other
+                    // that starts there is shorter than it, or longer when
+                    // the one named is short.
+                    let others: Box<dyn Iterator<Item = usize>> = if self.short.contains(&reported)
+                    {
+                        Box::new(0..self.prints.len())
+                    } else {
+                        Box::new(self.short.iter().copied())
+                    };
+                    for p in others.filter(|&p| p != reported) {
+                        let print = self.prints.get(p).map_or(&[][..], Vec::as_slice);
+                        if haystack.get(at..).is_some_and(|h| h.starts_with(print)) {
+                            confirm_all(p, at);
+                        }
+                    }
+                    pos = at + 1;
+                }
+            }
+            Engine::Dfa(ac) => {
+                for m in ac.find_overlapping_iter(Input::new(haystack)) {
+                    confirm_all(m.pattern().as_usize(), m.start());
+                }
+            }
+        }
+    }
+
     /// Start of a literal holding fingerprint `print` found at `at`, when
     /// one occurs there and starts at or after `from`.
     fn confirm(
@@ -210,7 +346,10 @@ impl BlockSearch {
         text: &[u8],
         lowered: &[u8],
     ) -> Option<usize> {
-        self.holders.get(print)?.iter().find_map(|&(l, offset)| {
+        let haystack = if self.folded { lowered } else { text };
+        let len = self.prints.get(print)?.len();
+        let holders = self.holders.get(print)?;
+        holders.around(haystack, at, len).find_map(|(l, offset)| {
             let start = at.checked_sub(offset).filter(|&s| s >= from)?;
             self.literals
                 .get(l)
@@ -227,13 +366,15 @@ mod tests {
     fn search(literals: &[(&str, bool)], prints: &[&str]) -> Vec<BlockSearch> {
         let literals: Vec<Literal> = literals
             .iter()
-            .map(|&(s, exact)| Literal {
+            .enumerate()
+            .map(|(rule, &(s, exact))| Literal {
                 bytes: if exact {
                     s.as_bytes().to_vec()
                 } else {
                     s.to_ascii_lowercase().into_bytes()
                 },
                 exact,
+                rule,
             })
             .collect();
         let prints: Vec<Vec<u8>> = prints.iter().map(|p| p.as_bytes().to_vec()).collect();
@@ -280,6 +421,48 @@ mod tests {
         let s = search(&[("xid", false), ("xidle", false)], &["xidl", "xid"]);
         assert_eq!(first(&s, "NVRM: Xid 79\n", 0), Some(6));
         assert_eq!(first(&s, "Xidle\n", 0), Some(0));
+    }
+
+    #[test]
+    fn a_fingerprint_held_by_many_literals_finds_each_of_them() {
+        // Keyed by the bytes after the fingerprint, before it, or neither.
+        let literals = [
+            ("Killed process", false),
+            ("was killed by", false),
+            ("oom-kill", false),
+        ];
+        let s = search(&literals, &["kill"]);
+        let text = "Out of memory: Killed process 7\n";
+        assert_eq!(first(&s, text, 0), text.find("Killed"));
+        assert_eq!(first(&s, "it was KILLED BY signal 9\n", 0), Some(3));
+        assert_eq!(first(&s, "cgroup oom-kill:constraint\n", 0), Some(7));
+        assert_eq!(first(&s, "kill -9 1; was killed; killed proc\n", 0), None);
+        assert_eq!(first(&s, "kill", 0), None);
+        let with_short = [("kill", false), ("killed process", false)];
+        let s = search(&with_short, &["kill"]);
+        assert_eq!(first(&s, "skill", 0), Some(1));
+    }
+
+    #[test]
+    fn every_literal_of_a_line_names_its_rule() {
+        // A short fingerprint and a long one start at the same place.
+        let s = search(
+            &[("xid", false), ("xidle", false), ("nvrm", false)],
+            &["xidl", "xid", "nvrm"],
+        );
+        let named = |text: &str| {
+            let mut rules = Vec::new();
+            let lowered = text.to_ascii_lowercase();
+            for search in &s {
+                search.each_rule(text.as_bytes(), lowered.as_bytes(), |r| rules.push(r));
+            }
+            rules.sort_unstable();
+            rules.dedup();
+            rules
+        };
+        assert_eq!(named("NVRM: Xidle 79\n"), vec![0, 1, 2]);
+        assert_eq!(named("NVRM: Xid 79\n"), vec![0, 2]);
+        assert_eq!(named("nothing here\n"), Vec::<usize>::new());
     }
 
     #[test]

@@ -63,9 +63,11 @@ impl NibbleShares {
             .places
             .iter()
             .map(|&(low, high)| {
+                // The set bits only, lowest first: the same sum, in the
+                // same order, as a walk over all sixteen of each.
                 let mut share = 0.0;
-                for lo in (0..16).filter(|lo| low & (1 << lo) != 0) {
-                    for hi in (0..16).filter(|hi| high & (1 << hi) != 0) {
+                for lo in set_bits(low) {
+                    for hi in set_bits(high) {
                         share += self.share[lo][hi];
                     }
                 }
@@ -76,6 +78,18 @@ impl NibbleShares {
 }
 
 /// The low and high nibbles a bucket accepts at each place, as bit sets.
+/// The numbers of the bits set in `mask`, lowest first.
+fn set_bits(mask: u16) -> impl Iterator<Item = usize> {
+    let mut rest = mask;
+    std::iter::from_fn(move || {
+        (rest != 0).then(|| {
+            let bit = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            bit
+        })
+    })
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 struct Masks {
     places: [(u16, u16); MASK_MAX],

@@ -79,8 +79,8 @@ impl RuleSet {
                 .map(|(path, stem, text)| (path, stem, text, Compile::Now)),
         );
         let mut rules = Vec::new();
-        for (path, stem, text, compile) in &files {
-            match parse_rule_with(path, stem, text, *compile) {
+        for parsed in parse_all(&files) {
+            match parsed {
                 Ok(rule) => rules.push(rule),
                 Err(mut e) => errors.append(&mut e),
             }
@@ -189,6 +189,28 @@ impl RuleSet {
     pub fn position(&self, id: &str) -> Option<usize> {
         self.by_id.get(id).copied()
     }
+}
+
+/// Parses rule files in order, on every core: parsing the built-in rules
+/// is a good part of the time a run takes to start.
+fn parse_all(files: &[(String, String, String, Compile)]) -> Vec<Result<Rule, Vec<RuleError>>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let chunk = files.len().div_ceil(threads).max(1);
+    let parse = |part: &[(String, String, String, Compile)]| -> Vec<_> {
+        part.iter()
+            .map(|(path, stem, text, compile)| parse_rule_with(path, stem, text, *compile))
+            .collect()
+    };
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || parse(part)))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|part| part.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
 }
 
 fn stem_of(path: &str) -> String {
