@@ -473,5 +473,11 @@ mod tests {
         let s = search(&literals, &prints);
         assert_eq!(s.len(), 1);
         assert_eq!(first(&s, "a w1x w299x\n", 0), Some(6));
+        let text = "a w001x W299X w29 w299x\n";
+        let mut rules = Vec::new();
+        s[0].each_rule(text.as_bytes(), text.to_ascii_lowercase().as_bytes(), |r| {
+            rules.push(r);
+        });
+        assert_eq!(rules, vec![1, 299, 299]);
     }
 }
