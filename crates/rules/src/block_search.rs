@@ -242,23 +242,54 @@ impl BlockSearch {
     /// (`lowered`: the same text ASCII-lowercased); `None` when there is
     /// none. A literal starting before `from` is not reported.
     pub(crate) fn find(&self, text: &[u8], lowered: &[u8], from: usize) -> Option<usize> {
+        self.each_hit(text, lowered, from, |print, at| {
+            self.occurring(print, at, text, lowered)
+                .map(|(start, _)| start)
+                .find(|&start| start >= from)
+        })
+    }
+
+    /// Calls `found` with the rule of each literal occurring in `text`
+    /// (`lowered`: the same text ASCII-lowercased), once per occurrence:
+    /// every occurrence of every fingerprint is confirmed against every
+    /// literal that can hold it there.
+    pub(crate) fn each_rule(&self, text: &[u8], lowered: &[u8], mut found: impl FnMut(usize)) {
+        self.each_hit(text, lowered, 0, |print, at| {
+            for (_, lit) in self.occurring(print, at, text, lowered) {
+                found(lit.rule);
+            }
+            None::<()>
+        });
+    }
+
+    /// Offers `visit` every place at or after `from` where a fingerprint
+    /// starts (fingerprint, place), in order, until it returns something.
+    fn each_hit<T>(
+        &self,
+        text: &[u8],
+        lowered: &[u8],
+        from: usize,
+        mut visit: impl FnMut(usize, usize) -> Option<T>,
+    ) -> Option<T> {
         let haystack = if self.folded { lowered } else { text };
-        let mut pos = from;
         match &self.engine {
             Engine::Teddy(s) => {
+                let mut pos = from;
                 while pos < haystack.len() {
                     let m = s.find_in(haystack, aho_corasick::Span::from(pos..haystack.len()))?;
-                    let at = m.start();
-                    let reported = std::iter::once(m.pattern().as_usize());
+                    let (at, reported) = (m.start(), m.pattern().as_usize());
+                    // Teddy names one fingerprint per place. A shorter one
+                    // may start there too; a longer one has the one named
+                    // as its prefix, so its literals hold that one there.
                     let also = self.short.iter().copied().filter(|&p| {
                         let print = self.prints.get(p).map_or(&[][..], Vec::as_slice);
-                        haystack.get(at..).is_some_and(|h| h.starts_with(print))
+                        p != reported && haystack.get(at..).is_some_and(|h| h.starts_with(print))
                     });
-                    if let Some(start) = reported
+                    if let Some(seen) = std::iter::once(reported)
                         .chain(also)
-                        .find_map(|p| self.confirm(p, at, from, text, lowered))
+                        .find_map(|p| visit(p, at))
                     {
-                        return Some(start);
+                        return Some(seen);
                     }
                     pos = at + 1;
                 }
@@ -268,94 +299,32 @@ impl BlockSearch {
                 // Overlapping matches, in order of their ends: every
                 // occurrence of every fingerprint is seen.
                 let input = Input::new(haystack).range(from..);
-                ac.find_overlapping_iter(input).find_map(|m| {
-                    self.confirm(m.pattern().as_usize(), m.start(), from, text, lowered)
-                })
+                ac.find_overlapping_iter(input)
+                    .find_map(|m| visit(m.pattern().as_usize(), m.start()))
             }
         }
     }
 
-    /// Calls `found` with the rule of each literal occurring in `text`
-    /// (`lowered`: the same text ASCII-lowercased), once per occurrence:
-    /// every occurrence of every fingerprint is confirmed against every
-    /// literal that can hold it there.
-    pub(crate) fn each_rule(&self, text: &[u8], lowered: &[u8], mut found: impl FnMut(usize)) {
-        let haystack = if self.folded { lowered } else { text };
-        let mut confirm_all = |print: usize, at: usize| {
-            let (Some(holders), Some(len)) = (
-                self.holders.get(print),
-                self.prints.get(print).map(Vec::len),
-            ) else {
-                return;
-            };
-            for (l, offset) in holders.around(haystack, at, len) {
-                let start = at.checked_sub(offset);
-                if let Some(lit) = self
-                    .literals
-                    .get(l)
-                    .filter(|lit| start.is_some_and(|s| lit.occurs_at(s, text, lowered)))
-                {
-                    found(lit.rule);
-                }
-            }
-        };
-        match &self.engine {
-            Engine::Teddy(s) => {
-                let mut pos = 0;
-                while pos < haystack.len() {
-                    let Some(m) =
-                        s.find_in(haystack, aho_corasick::Span::from(pos..haystack.len()))
-                    else {
-                        break;
-                    };
-                    let (at, reported) = (m.start(), m.pattern().as_usize());
-                    confirm_all(reported, at);
-                    // Teddy names one fingerprint per place: any other
-                    // that starts there is shorter than it, or longer when
-                    // the one named is short.
-                    let others: Box<dyn Iterator<Item = usize>> = if self.short.contains(&reported)
-                    {
-                        Box::new(0..self.prints.len())
-                    } else {
-                        Box::new(self.short.iter().copied())
-                    };
-                    for p in others.filter(|&p| p != reported) {
-                        let print = self.prints.get(p).map_or(&[][..], Vec::as_slice);
-                        if haystack.get(at..).is_some_and(|h| h.starts_with(print)) {
-                            confirm_all(p, at);
-                        }
-                    }
-                    pos = at + 1;
-                }
-            }
-            Engine::Dfa(ac) => {
-                for m in ac.find_overlapping_iter(Input::new(haystack)) {
-                    confirm_all(m.pattern().as_usize(), m.start());
-                }
-            }
-        }
-    }
-
-    /// Start of a literal holding fingerprint `print` found at `at`, when
-    /// one occurs there and starts at or after `from`.
-    fn confirm(
-        &self,
+    /// The literals holding fingerprint `print` found at `at` that occur
+    /// there, with their starts.
+    fn occurring<'s>(
+        &'s self,
         print: usize,
         at: usize,
-        from: usize,
-        text: &[u8],
-        lowered: &[u8],
-    ) -> Option<usize> {
+        text: &'s [u8],
+        lowered: &'s [u8],
+    ) -> impl Iterator<Item = (usize, &'s Literal)> + 's {
         let haystack = if self.folded { lowered } else { text };
-        let len = self.prints.get(print)?.len();
-        let holders = self.holders.get(print)?;
-        holders.around(haystack, at, len).find_map(|(l, offset)| {
-            let start = at.checked_sub(offset).filter(|&s| s >= from)?;
-            self.literals
-                .get(l)
-                .filter(|lit| lit.occurs_at(start, text, lowered))
-                .map(|_| start)
-        })
+        let len = self.prints.get(print).map_or(0, Vec::len);
+        self.holders
+            .get(print)
+            .into_iter()
+            .flat_map(move |holders| holders.around(haystack, at, len))
+            .filter_map(move |(l, offset)| {
+                let start = at.checked_sub(offset)?;
+                let lit = self.literals.get(l)?;
+                lit.occurs_at(start, text, lowered).then_some((start, lit))
+            })
     }
 }
 
