@@ -41,8 +41,11 @@ const METRIC_ALL_LINES_BELOW: usize = 64 << 10;
 /// multi-GB log or of hundreds of rank files.
 const METRIC_SAMPLES_PER_BLOCK: usize = 64;
 /// Lines of any block offered when an input is one of very many: enough
-/// for every trend's minimum number of samples.
+/// for every trend's minimum number of samples...
 const SPARSE_METRIC_SAMPLES_PER_BLOCK: usize = 32;
+/// ... and at most one line in this many bytes: a per-rank log of a few
+/// kilobytes among thousands is offered a few lines, not a third of them.
+const SPARSE_METRIC_SPACING: usize = 1 << 10;
 
 /// How densely a part's lines are offered to the metric collector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -453,7 +456,9 @@ impl TextScan<'_> {
             return;
         }
         let step = match self.metric_sampling {
-            MetricSampling::Sparse => bytes.len() / SPARSE_METRIC_SAMPLES_PER_BLOCK,
+            MetricSampling::Sparse => {
+                (bytes.len() / SPARSE_METRIC_SAMPLES_PER_BLOCK).max(SPARSE_METRIC_SPACING)
+            }
             _ if bytes.len() < METRIC_ALL_LINES_BELOW => 1,
             _ => bytes.len() / METRIC_SAMPLES_PER_BLOCK,
         };

@@ -10,7 +10,7 @@ use crate::python_source::LineShapes;
 use coroner_model::InputKind;
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Read};
 use std::path::Path;
 
 /// Bytes looked at, at each end of a file, to tell source from a log.
@@ -189,6 +189,37 @@ struct Ends {
     tail: Vec<u8>,
 }
 
+/// Reads from `at` to the end of `file` into `tail` (at most its
+/// capacity): positioned reads, one call for a regular file.
+#[cfg(unix)]
+fn read_tail(file: &File, at: u64, tail: &mut Vec<u8>) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0; tail.capacity()];
+    let mut filled = 0;
+    while filled < buf.len() {
+        let Some(free) = buf.get_mut(filled..) else {
+            break;
+        };
+        match file.read_at(free, at + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    *tail = buf;
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn read_tail(mut file: &File, at: u64, tail: &mut Vec<u8>) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    file.seek(SeekFrom::Start(at))?;
+    file.take(tail.capacity() as u64).read_to_end(tail)?;
+    Ok(())
+}
+
 fn read_ends(path: &Path) -> io::Result<Ends> {
     // Only a regular file is opened: never wait on a FIFO.
     let meta = std::fs::symlink_metadata(path)?;
@@ -203,8 +234,7 @@ fn read_ends(path: &Path) -> io::Result<Ends> {
     let mut tail = Vec::with_capacity(LOOK_LEN);
     let look = LOOK_LEN as u64;
     if size > look {
-        file.seek(SeekFrom::Start(size.saturating_sub(look).max(look)))?;
-        file.take(look).read_to_end(&mut tail)?;
+        read_tail(&file, size.saturating_sub(look).max(look), &mut tail)?;
     }
     Ok(Ends { head, tail })
 }
