@@ -26,6 +26,7 @@ pub mod root_cause;
 mod scan;
 mod split;
 mod stacks;
+mod stream_split;
 mod submitted_tensors;
 mod tail;
 #[cfg(test)]
@@ -327,6 +328,19 @@ fn analyze_input(
                 }
                 None => {
                     let live = options.follow.is_some();
+                    // A stream (a pipe, a decompressed file) whose findings
+                    // are not announced as they are seen is scanned in
+                    // chunks on the cores left over, less one that
+                    // decompresses; not a GPU monitoring csv, whose header
+                    // only the first chunk holds.
+                    let stream = !matches!(input.source, InputSource::File(_))
+                        || opened.compression.is_some();
+                    let workers = plan.parts - usize::from(opened.compression.is_some());
+                    let chunked = stream
+                        && kind != InputKind::NvidiaSmi
+                        && workers > 1
+                        && options.follow.is_none()
+                        && options.on_finding.is_none();
                     let reader: Box<dyn std::io::Read + Send> =
                         match (options.follow, &input.source) {
                             (Some(stop), InputSource::File(_)) => Box::new(Follow::file(
@@ -345,23 +359,36 @@ fn analyze_input(
                             }
                             _ => opened.reader,
                         };
-                    let part = scan::Part {
-                        reader,
-                        offset: 0,
-                        after: None::<&[u8]>,
-                        live,
-                        metrics: plan.metrics,
-                    };
-                    scan::scan_part(
-                        input,
-                        kind,
-                        part,
-                        rules,
-                        table,
-                        &mut summary,
-                        options.on_finding,
-                    )
-                    .0
+                    if chunked {
+                        stream_split::scan_stream(
+                            input,
+                            kind,
+                            reader,
+                            workers,
+                            (stream_split::FIRST_CHUNK_LEN, stream_split::CHUNK_LEN),
+                            rules,
+                            table,
+                            &mut summary,
+                        )
+                    } else {
+                        let part = scan::Part {
+                            reader,
+                            offset: 0,
+                            after: None::<&[u8]>,
+                            live,
+                            metrics: plan.metrics,
+                        };
+                        scan::scan_part(
+                            input,
+                            kind,
+                            part,
+                            rules,
+                            table,
+                            &mut summary,
+                            options.on_finding,
+                        )
+                        .0
+                    }
                 }
             };
             trends::scan_trends(input, &metrics, rules, table);

@@ -14,7 +14,7 @@ use coroner_metrics::MetricCollector;
 use coroner_model::{InputKind, InputSummary};
 use coroner_rules::RuleSet;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// Files smaller than this are not worth splitting.
@@ -34,7 +34,7 @@ pub(crate) struct SplitFile<'a> {
 
 /// What one part's scan gave: its findings, its summary, its metrics, and
 /// whether a reading (a traceback, a stack dump) was open at its end.
-type Scanned = (FindingTable, InputSummary, MetricCollector, bool);
+pub(crate) type Scanned = (FindingTable, InputSummary, MetricCollector, bool);
 
 /// Scans `file` in parts into `table` and `summary`, returning the
 /// training metrics of the whole file; `Err` when the file cannot be
@@ -87,9 +87,7 @@ pub(crate) fn scan_split(
             })
             .collect()
     });
-    let mut lines = 0;
-    let mut bytes = 0;
-    let mut metrics = MetricCollector::new();
+    let mut merged = Merged::new(table, summary);
     let mut results = first.into_iter();
     // The part at bounds[i], extended over the next ones while it ends
     // with something open.
@@ -103,25 +101,58 @@ pub(crate) fn scan_split(
             i += 1;
             scanned = scan(start, bounds.get(i).copied().unwrap_or(file.size), None)?;
         }
-        let (mut part_table, part_summary, part_metrics, _) = scanned;
-        metrics.absorb(part_metrics, lines);
-        part_table.shift_lines(lines);
-        table.merge(part_table);
-        if part_summary.last_text_line > 0 {
-            summary.last_text_line = lines + part_summary.last_text_line;
+        merged.add(scanned);
+    }
+    Ok(merged.finish())
+}
+
+/// The parts of one input merged in order: their findings with their line
+/// numbers moved down by the lines of the parts before them, their lines,
+/// bytes, errors and notes, and their training metrics.
+pub(crate) struct Merged<'a> {
+    table: &'a mut FindingTable,
+    summary: &'a mut InputSummary,
+    metrics: MetricCollector,
+    lines: u64,
+    bytes: u64,
+}
+
+impl<'a> Merged<'a> {
+    pub(crate) fn new(table: &'a mut FindingTable, summary: &'a mut InputSummary) -> Self {
+        Merged {
+            table,
+            summary,
+            metrics: MetricCollector::new(),
+            lines: 0,
+            bytes: 0,
         }
-        lines += part_summary.lines;
-        bytes += part_summary.bytes;
-        summary.errors.extend(part_summary.errors);
+    }
+
+    /// Adds the next part.
+    pub(crate) fn add(&mut self, scanned: Scanned) {
+        let (mut part_table, part_summary, part_metrics, _) = scanned;
+        self.metrics.absorb(part_metrics, self.lines);
+        part_table.shift_lines(self.lines);
+        self.table.merge(part_table);
+        if part_summary.last_text_line > 0 {
+            self.summary.last_text_line = self.lines + part_summary.last_text_line;
+        }
+        self.lines += part_summary.lines;
+        self.bytes += part_summary.bytes;
+        self.summary.errors.extend(part_summary.errors);
         for note in part_summary.notes {
-            if !summary.notes.contains(&note) {
-                summary.notes.push(note);
+            if !self.summary.notes.contains(&note) {
+                self.summary.notes.push(note);
             }
         }
     }
-    summary.lines = lines;
-    summary.bytes = bytes;
-    Ok(metrics)
+
+    /// The input's lines and bytes, and the metrics of the whole input.
+    pub(crate) fn finish(self) -> MetricCollector {
+        self.summary.lines = self.lines;
+        self.summary.bytes = self.bytes;
+        self.metrics
+    }
 }
 
 /// Scans the lines from `start` to `end` of `file` on their own.
@@ -165,68 +196,118 @@ fn scan_range(
 /// record.
 const RECORD_LINES: usize = 256;
 
-/// Offsets cutting the file into `parts` runs of whole lines: 0, the start
-/// of the first line after each `size * k / parts` that is not indented
-/// (within [`RECORD_LINES`]), and `size`.
-/// Reads the next line into `line` (bounded by the line length cap): its
-/// length in bytes, and whether it ended with a newline.
-fn next_line(reader: &mut BufReader<File>, line: &mut Vec<u8>) -> io::Result<(u64, bool)> {
-    line.clear();
-    let n = reader.by_ref().take(2 << 20).read_until(b'\n', line)?;
-    Ok((n as u64, line.last() == Some(&b'\n')))
+/// Bytes read before a cut's target to see the start of its line.
+const LOOK_BACK: usize = 512;
+
+/// A line this long (or longer) at a cut's target leaves the cut out.
+pub(crate) const CUT_LINE_MAX: usize = 2 << 20;
+
+/// Bytes after a cut's target looked at at most to place the cut.
+pub(crate) const CUT_WINDOW_MAX: usize = 16 << 20;
+
+/// Where a cut at or after a target falls in some bytes of an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// Before the byte at this index.
+    At(usize),
+    /// Past the bytes given, which are not the input's end: more are needed
+    /// to tell.
+    More,
+    /// Nowhere near the target: a line at least [`CUT_LINE_MAX`] long, or
+    /// the input's end.
+    Nowhere,
 }
 
-/// Bytes read before a cut's target to see the start of its line.
-const IGNORED_LOOK_BACK: u64 = 512;
+/// Where to cut `bytes` (a run of an input; `ends_input` when it runs to
+/// the input's end) at or after `target`: at the start of the first line
+/// after the one `target` falls in that is not indented (an indented line
+/// continues the record above it: a torchrun summary's `exitcode :` line
+/// after its `rank :` line, the frames of a stack, which rules read
+/// together), passing over at most [`RECORD_LINES`] indented lines; and
+/// never between Python's `Exception ignored in: ...` and the header of
+/// the traceback it announces.
+pub(crate) fn cut_after(bytes: &[u8], target: usize, ends_input: bool) -> Cut {
+    if target >= bytes.len() {
+        return if ends_input { Cut::Nowhere } else { Cut::More };
+    }
+    // The end of the line starting at `from`: `Err` when it cannot be told.
+    let line_end = |from: usize| -> Result<usize, Cut> {
+        let rest = bytes.get(from..).unwrap_or_default();
+        let scope = rest.get(..CUT_LINE_MAX).unwrap_or(rest);
+        match memchr::memchr(b'\n', scope) {
+            Some(at) => Ok(from + at + 1),
+            None if scope.len() == CUT_LINE_MAX || ends_input => Err(Cut::Nowhere),
+            None => Err(Cut::More),
+        }
+    };
+    let back = target.saturating_sub(LOOK_BACK);
+    let line_start = bytes
+        .get(back..target)
+        .and_then(|b| memchr::memrchr(b'\n', b))
+        .map_or(back, |at| back + at + 1);
+    let mut cut = match line_end(target) {
+        Ok(end) => end,
+        Err(why) => return why,
+    };
+    let mut last_line = line_start..cut;
+    for _ in 0..RECORD_LINES {
+        match bytes.get(cut) {
+            None if ends_input => break,
+            None => return Cut::More,
+            Some(b' ' | b'\t') => {}
+            Some(_) => break,
+        }
+        let end = match line_end(cut) {
+            Ok(end) => end,
+            Err(why) => return why,
+        };
+        last_line = cut..end;
+        cut = end;
+    }
+    let announced = bytes
+        .get(last_line)
+        .is_some_and(|l| memchr::memmem::find(l, IGNORED_EXCEPTION.as_bytes()).is_some());
+    if announced {
+        cut = match line_end(cut) {
+            Ok(end) => end,
+            Err(why) => return why,
+        };
+    }
+    if cut >= bytes.len() && ends_input {
+        Cut::Nowhere
+    } else {
+        Cut::At(cut)
+    }
+}
 
+/// Offsets cutting the file into `parts` runs of whole lines: 0, where
+/// [`cut_after`] cuts after each `size * k / parts`, and `size`.
 fn line_bounds(path: &Path, size: u64, parts: usize) -> io::Result<Vec<u64>> {
-    let mut reader = BufReader::new(File::open(path)?);
+    let mut file = File::open(path)?;
     let mut bounds = vec![0];
-    let mut skipped = Vec::new();
+    let mut window = Vec::new();
     for k in 1..parts as u64 {
         let target = size * k / parts as u64;
         if target <= *bounds.last().unwrap_or(&0) {
             continue;
         }
-        // The start of the line the target falls in, for the check below.
-        let back = target.min(IGNORED_LOOK_BACK);
-        reader.seek(SeekFrom::Start(target - back))?;
-        let mut line_start = Vec::new();
-        reader.by_ref().take(back).read_to_end(&mut line_start)?;
-        if let Some(at) = memchr::memrchr(b'\n', &line_start) {
-            line_start.drain(..=at);
-        }
-        reader.seek(SeekFrom::Start(target))?;
-        // The rest of the line the target falls in (bounded by the line
-        // length cap; a longer line just moves the cut further).
-        let (n, mut whole) = next_line(&mut reader, &mut skipped)?;
-        line_start.extend_from_slice(&skipped);
-        let mut cut = target + n;
-        let mut more_lines = false;
-        // An indented line continues the record above it (a torchrun
-        // summary's `exitcode :` line after its `rank :` line, the frames of
-        // a stack), which rules read together: the cut moves to the next
-        // line that starts at its first column.
-        for _ in 0..RECORD_LINES {
-            if !whole || !matches!(reader.fill_buf()?.first(), Some(b' ' | b'\t')) {
-                break;
+        let back = target.min(LOOK_BACK as u64);
+        let start = target - back;
+        let mut ahead = 1 << 20;
+        loop {
+            let len = (back + ahead).min(size - start);
+            window.clear();
+            file.seek(SeekFrom::Start(start))?;
+            (&mut file).take(len).read_to_end(&mut window)?;
+            let ends_input = start + window.len() as u64 >= size;
+            match cut_after(&window, back as usize, ends_input) {
+                Cut::At(at) => {
+                    bounds.push(start + at as u64);
+                    break;
+                }
+                Cut::More if ahead < CUT_WINDOW_MAX as u64 && !ends_input => ahead *= 2,
+                Cut::More | Cut::Nowhere => break,
             }
-            let (n, ended) = next_line(&mut reader, &mut skipped)?;
-            cut += n;
-            whole = ended;
-            more_lines = true;
-        }
-        // Python's `Exception ignored in: ...` marks the traceback whose
-        // header comes next: the two stay in one part.
-        let last_line = if more_lines { &skipped } else { &line_start };
-        let announced = memchr::memmem::find(last_line, IGNORED_EXCEPTION.as_bytes()).is_some();
-        if whole && announced {
-            let (n, ended) = next_line(&mut reader, &mut skipped)?;
-            cut += n;
-            whole = ended;
-        }
-        if cut < size && whole {
-            bounds.push(cut);
         }
     }
     bounds.push(size);
