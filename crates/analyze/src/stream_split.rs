@@ -578,6 +578,64 @@ mod tests {
         }
     }
 
+    /// Streams put together at random from lines of many shapes
+    /// (tracebacks, indented records, announcements of ignored
+    /// exceptions, CRLF, invalid UTF-8, long lines, no final newline),
+    /// scanned in chunks of random lengths on 1 to 4 workers, give what
+    /// they give scanned whole.
+    #[test]
+    fn random_streams_scanned_in_chunks_give_what_they_give_whole() {
+        let rules = rules();
+        let pieces: [&[u8]; 12] = [
+            b"step 7 | loss 2.1 | lr 3.0e-04\n",
+            b"Traceback (most recent call last):\n",
+            b"  File \"train.py\", line 10, in <module>\n",
+            b"    main()\n",
+            b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.06 GiB is free.\n",
+            b"Exception ignored in: <function Prefetcher.__del__ at 0x7f3da34bd620>\n",
+            b"[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered\r\n",
+            b"  exitcode  : -9 (pid: 2038)\n",
+            b"gpu01:2038:2100 [0] NCCL INFO NET/IB : No device found.\n",
+            b"\xff\xfe bytes that are not UTF-8 \xc3\n",
+            b"\t\tindented with tabs\n",
+            b"\n",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..24 {
+            let mut text = Vec::new();
+            let lines = 200 + (next() % 3000) as usize;
+            for _ in 0..lines {
+                let piece = pieces[(next() % pieces.len() as u64) as usize];
+                text.extend_from_slice(piece);
+                if next() % 500 == 0 {
+                    text.extend(std::iter::repeat_n(b'x', (next() % 40_000) as usize));
+                    text.push(b'\n');
+                }
+            }
+            if next() % 2 == 0 {
+                text.extend_from_slice(b"no final newline");
+            }
+            let want = whole(text.as_slice(), &rules);
+            let workers = 1 + (next() % 4) as usize;
+            let chunk_len = 1 + (next() % 20_000) as usize;
+            let first_len = chunk_len + (next() % 20_000) as usize;
+            let got = chunked_after(text.as_slice(), &rules, workers, (first_len, chunk_len));
+            assert_same(
+                &got,
+                &want,
+                &format!(
+                    "round {round}: {workers} workers, chunks of {first_len} then {chunk_len}"
+                ),
+            );
+        }
+    }
+
     /// A reader that gives `text` and then fails.
     struct Failing<'a> {
         text: &'a [u8],
