@@ -489,6 +489,76 @@ mod tests {
         let _ = std::fs::remove_file(&path);
     }
 
+    /// Files put together at random from lines of many shapes, scanned in
+    /// 2 to 9 parts, give what they give scanned whole.
+    #[test]
+    fn random_files_scanned_in_parts_give_what_they_give_whole() {
+        let rules = RuleSet::load(&RuleSources {
+            builtin: true,
+            dirs: Vec::new(),
+            builtin_names: false,
+        })
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let pieces: [&str; 10] = [
+            "step 7 | loss 2.1 | lr 3.0e-04\n",
+            "Traceback (most recent call last):\n",
+            "  File \"train.py\", line 10, in <module>\n",
+            "    main()\n",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.06 GiB is free.\n",
+            "Exception ignored in: <function Prefetcher.__del__ at 0x7f3da34bd620>\n",
+            "[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered\r\n",
+            "  exitcode  : -9 (pid: 2038)\n",
+            "\t\tindented with tabs\n",
+            "\n",
+        ];
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        // A traceback longer than the lines a part reads past its end.
+        let mut deep = String::from("Traceback (most recent call last):\n");
+        for f in 0..300 {
+            deep.push_str(&format!(
+                "  File \"deep.py\", line {f}, in f{f}\n    f{}()\n",
+                f + 1
+            ));
+        }
+        deep.push_str("RuntimeError: CUDA error: an illegal memory access was encountered\n");
+        for round in 0..12 {
+            let mut text = String::new();
+            for _ in 0..(500 + next() % 3000) {
+                if next() % 400 == 0 {
+                    text.push_str(&deep);
+                }
+                text.push_str(pieces[(next() % pieces.len() as u64) as usize]);
+            }
+            if next() % 2 == 0 {
+                text.push_str("no final newline");
+            }
+            let (path, input) = file_input(&text, &format!("random-{round}"));
+            let mut whole = FindingTable::for_input(0);
+            let mut whole_summary = summary();
+            scan_text(
+                &input,
+                InputKind::Log,
+                text.as_bytes(),
+                &rules,
+                &mut whole,
+                &mut whole_summary,
+            );
+            let whole = whole.digest(&rules);
+            let parts = 2 + (next() % 8) as usize;
+            let (split, split_summary) = scanned_in_parts(&input, &path, text.len(), &rules, parts);
+            assert_eq!(split.digest(&rules), whole, "round {round}, {parts} parts");
+            assert_eq!(split_summary.lines, whole_summary.lines, "round {round}");
+            assert_eq!(split_summary.bytes, whole_summary.bytes, "round {round}");
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+
     #[test]
     fn an_ignored_exceptions_announcement_stays_with_its_header() {
         // The middle of the file falls in the announcement's line, past its
