@@ -284,7 +284,7 @@ pub(crate) struct Part<R, A> {
 pub(crate) type OnFinding<'a> = Option<&'a (dyn Fn(&Finding) + Sync)>;
 
 /// Lines read past the end of a part at most, to complete open windows.
-const AFTER_PART_LINES: usize = 256;
+pub(crate) const AFTER_PART_LINES: usize = 256;
 
 /// Scans one part of a text input; line numbers count from the part's
 /// start. Returns the training metrics sampled from its lines, and whether
