@@ -26,6 +26,7 @@ use coroner_model::{InputKind, InputSummary};
 use coroner_rules::RuleSet;
 use std::collections::VecDeque;
 use std::io::{self, Cursor, Read};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes of a stream's first chunk: a stream no longer is scanned whole,
 /// as before (a paste's shared indentation and hard wrap are decided on
@@ -35,8 +36,9 @@ pub(crate) const FIRST_CHUNK_LEN: usize = 4 << 20;
 pub(crate) const CHUNK_LEN: usize = 1 << 20;
 
 /// Bytes read past a wave at most to give its last part the lines that
-/// follow it.
-const LOOKAHEAD_MAX: usize = 4 << 20;
+/// follow it: as many as a part's scan reads past its end at most
+/// ([`AFTER_PART_LINES`] lines of at most 64 KiB).
+const LOOKAHEAD_MAX: usize = 16 << 20;
 
 /// Chunks a part carried from wave to wave may span at most (a traceback
 /// whose rank never prints its exception stays open to the end): past
@@ -227,11 +229,28 @@ pub(crate) fn scan_stream(
     kind: InputKind,
     reader: impl Read,
     workers: usize,
-    (first_len, chunk_len): (usize, usize),
+    lens: (usize, usize),
     rules: &RuleSet,
     table: &mut FindingTable,
     summary: &mut InputSummary,
 ) -> MetricCollector {
+    scan_stream_counted(input, kind, reader, workers, lens, rules, table, summary).0
+}
+
+/// [`scan_stream`], and the bytes of the chunks it scanned (more than the
+/// stream's where parts were scanned again; the rest scanned as one part
+/// not counted).
+#[allow(clippy::too_many_arguments)]
+fn scan_stream_counted(
+    input: &Input,
+    kind: InputKind,
+    reader: impl Read,
+    workers: usize,
+    (first_len, chunk_len): (usize, usize),
+    rules: &RuleSet,
+    table: &mut FindingTable,
+    summary: &mut InputSummary,
+) -> (MetricCollector, u64) {
     let mut chunks = Chunks::new(reader, chunk_len);
     let first = chunks.next_of(first_len);
     let scanner = PartScanner {
@@ -240,6 +259,7 @@ pub(crate) fn scan_stream(
         rules,
         table_input: table.input(),
         template: summary.clone(),
+        scanned: AtomicU64::new(0),
     };
     let mut held: VecDeque<Chunk> = VecDeque::new();
     match first {
@@ -249,7 +269,7 @@ pub(crate) fn scan_stream(
                 scanner.scan(&[&chunk], std::iter::empty());
             table.merge(part_table);
             *summary = part_summary;
-            return metrics;
+            return (metrics, scanner.scanned.into_inner());
         }
         Next::Chunk(chunk) => held.push_back(chunk),
         Next::End => {}
@@ -262,7 +282,7 @@ pub(crate) fn scan_stream(
             let (part_table, part_summary, metrics, _) = scanner.scan_rest(VecDeque::new(), feed);
             table.merge(part_table);
             *summary = part_summary;
-            return metrics;
+            return (metrics, scanner.scanned.into_inner());
         }
     }
     let workers = workers.clamp(1, MAX_WORKERS);
@@ -355,7 +375,7 @@ pub(crate) fn scan_stream(
     if rest_whole {
         merged.add(scanner.scan_rest(held, feed));
     }
-    merged.finish()
+    (merged.finish(), scanner.scanned.into_inner())
 }
 
 /// Whether the chunks held after the first `wave` hold fewer than
@@ -406,6 +426,8 @@ struct PartScanner<'a> {
     rules: &'a RuleSet,
     table_input: usize,
     template: InputSummary,
+    /// Bytes of the chunks scanned.
+    scanned: AtomicU64,
 }
 
 impl PartScanner<'_> {
@@ -413,6 +435,8 @@ impl PartScanner<'_> {
     /// chunks `after`.
     fn scan<'c>(&self, parts: &[&Chunk], after: impl Iterator<Item = &'c Chunk>) -> Scanned {
         let offset = parts.first().map_or(0, |c| c.offset);
+        let bytes: usize = parts.iter().map(|c| c.bytes.len()).sum();
+        self.scanned.fetch_add(bytes as u64, Ordering::Relaxed);
         let failed = parts.last().and_then(|c| c.failed.as_ref());
         let joined: Vec<u8>;
         let bytes: &[u8] = match parts {
@@ -837,12 +861,93 @@ mod tests {
             n += 1;
         }
         let want = whole(text.as_bytes(), &rules);
-        let started = std::time::Instant::now();
-        let got = chunked(text.as_bytes(), &rules, 2, 16 << 10);
-        let took = started.elapsed();
-        assert_same(&got, &want, "a traceback open to the end");
-        // Carried to the end, each wave would scan it again from its start.
-        assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+        let mut table = FindingTable::for_input(0);
+        let mut summary = InputSummary::new("-", InputKind::Log);
+        let chunk_len = 16 << 10;
+        let (_, scanned) = scan_stream_counted(
+            &input(),
+            InputKind::Log,
+            text.as_bytes(),
+            2,
+            (chunk_len, chunk_len),
+            &rules,
+            &mut table,
+            &mut summary,
+        );
+        assert_same(
+            &(table.digest(&rules), summary),
+            &want,
+            "a traceback open to the end",
+        );
+        // Carried to the end, each wave would scan it again from its start:
+        // hundreds of times the stream. Here the chunks before it, and
+        // the carried part a few times over.
+        let bound = 10_000 + (CARRY_CHUNKS + 2) * (CARRY_CHUNKS + 2) * chunk_len;
+        assert!(
+            scanned < bound as u64,
+            "{scanned} bytes scanned, bound {bound}"
+        );
+    }
+
+    /// A user rule whose window spans lines too many and too long for the
+    /// next chunk: the chunks after it are read until the lines a part's
+    /// scan reads past its end are there.
+    #[test]
+    fn a_long_window_is_completed_by_the_chunks_read_after_it() {
+        let dir = std::env::temp_dir().join(format!("coroner-window-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(
+            dir.join("long-window.toml"),
+            r#"
+id = "long-window"
+title = "A long window"
+category = "hang"
+severity = "error"
+message = "a long window"
+
+[match]
+literals = ["opening line"]
+any = ["opening line"]
+all = ["closing line"]
+window = 200
+
+[[examples]]
+fires = true
+input = """
+opening line
+closing line
+"""
+
+[[examples]]
+fires = false
+input = """
+opening line
+"""
+"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let rules = RuleSet::load(&RuleSources {
+            builtin: false,
+            dirs: vec![dir.clone()],
+            builtin_names: false,
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+        let rules = rules.unwrap_or_else(|e| panic!("{e:?}"));
+        let wide = format!("{}\n", "w".repeat(40 << 10));
+        let text = format!(
+            "{}opening line\n{}closing line\n{}",
+            steps(0, 4000),
+            wide.repeat(150),
+            steps(500, 20000)
+        );
+        let want = whole(text.as_bytes(), &rules);
+        assert!(
+            want.0.iter().any(|d| d.starts_with("long-window")),
+            "{:?}",
+            want.0
+        );
+        let got = chunked(text.as_bytes(), &rules, 2, 4 << 10);
+        assert_same(&got, &want, "a 200-line window over 6 MB");
     }
 
     /// A reader that gives `text` `step` bytes at a time, then fails if
