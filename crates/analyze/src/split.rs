@@ -319,8 +319,8 @@ fn line_bounds(path: &Path, size: u64, parts: usize) -> io::Result<Vec<u64>> {
 mod tests {
     use super::*;
     use crate::scan::scan_text;
+    use crate::test_support::{builtin_rules, deep_traceback, xorshift};
     use coroner_ingest::InputSource;
-    use coroner_rules::RuleSources;
     use std::path::PathBuf;
 
     fn summary() -> InputSummary {
@@ -365,12 +365,7 @@ mod tests {
 
     #[test]
     fn a_file_scanned_in_parts_gives_what_it_gives_whole() {
-        let rules = RuleSet::load(&RuleSources {
-            builtin: true,
-            dirs: Vec::new(),
-            builtin_names: false,
-        })
-        .unwrap_or_else(|e| panic!("{e:?}"));
+        let rules = builtin_rules();
         // A torchrun Root Cause block spans 8 lines: cut into many parts,
         // some blocks straddle a cut and their windows must still close.
         let block = "Root Cause (first observed failure):\n[0]:\n  time      : 2026-11-29_15:17:28\n  host      : localhost\n  rank      : 1 (local_rank: 1)\n  exitcode  : -9 (pid: 2038)\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 2038\n";
@@ -430,12 +425,7 @@ mod tests {
 
     #[test]
     fn a_traceback_across_a_cut_is_kept() {
-        let rules = RuleSet::load(&RuleSources {
-            builtin: true,
-            dirs: Vec::new(),
-            builtin_names: false,
-        })
-        .unwrap_or_else(|e| panic!("{e:?}"));
+        let rules = builtin_rules();
         let filler: String = (0..2000)
             .map(|n| format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"))
             .collect();
@@ -493,12 +483,7 @@ mod tests {
     /// 2 to 9 parts, give what they give scanned whole.
     #[test]
     fn random_files_scanned_in_parts_give_what_they_give_whole() {
-        let rules = RuleSet::load(&RuleSources {
-            builtin: true,
-            dirs: Vec::new(),
-            builtin_names: false,
-        })
-        .unwrap_or_else(|e| panic!("{e:?}"));
+        let rules = builtin_rules();
         let pieces: [&str; 10] = [
             "step 7 | loss 2.1 | lr 3.0e-04\n",
             "Traceback (most recent call last):\n",
@@ -511,31 +496,18 @@ mod tests {
             "\t\tindented with tabs\n",
             "\n",
         ];
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         // A traceback longer than the lines a part reads past its end.
-        let mut deep = String::from("Traceback (most recent call last):\n");
-        for f in 0..300 {
-            deep.push_str(&format!(
-                "  File \"deep.py\", line {f}, in f{f}\n    f{}()\n",
-                f + 1
-            ));
-        }
-        deep.push_str("RuntimeError: CUDA error: an illegal memory access was encountered\n");
+        let deep = deep_traceback(300);
         for round in 0..12 {
             let mut text = String::new();
             for _ in 0..(500 + next() % 3000) {
-                if next() % 400 == 0 {
+                if next().is_multiple_of(400) {
                     text.push_str(&deep);
                 }
                 text.push_str(pieces[(next() % pieces.len() as u64) as usize]);
             }
-            if next() % 2 == 0 {
+            if next().is_multiple_of(2) {
                 text.push_str("no final newline");
             }
             let (path, input) = file_input(&text, &format!("random-{round}"));

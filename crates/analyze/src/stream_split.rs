@@ -166,6 +166,12 @@ impl<R: Read> Chunks<R> {
         }
     }
 
+    /// Whether the stream has been handed out to its end (a read error
+    /// with it).
+    fn is_spent(&self) -> bool {
+        self.ended && self.held.is_empty() && self.failed.is_none()
+    }
+
     /// Keeps the buffer of a chunk that was scanned, for a later chunk.
     fn recycle(&mut self, mut bytes: Vec<u8>) {
         if self.spare.len() < SPARE_BUFFERS {
@@ -263,7 +269,7 @@ fn scan_stream_counted(
     };
     let mut held: VecDeque<Chunk> = VecDeque::new();
     match first {
-        Next::Chunk(chunk) if chunks.ended && chunks.held.is_empty() => {
+        Next::Chunk(chunk) if chunks.is_spent() => {
             // The whole stream in one chunk: scanned as it always was.
             let (part_table, part_summary, metrics, _) =
                 scanner.scan(&[&chunk], std::iter::empty());
@@ -276,7 +282,6 @@ fn scan_stream_counted(
         Next::Uncut(offset, bytes) => {
             let feed = Feed {
                 chunks,
-                drained: false,
                 uncut: Some((offset, bytes)),
             };
             let (part_table, part_summary, metrics, _) = scanner.scan_rest(VecDeque::new(), feed);
@@ -289,7 +294,6 @@ fn scan_stream_counted(
     let mut merged = Merged::new(table, summary);
     let mut feed = Feed {
         chunks,
-        drained: false,
         uncut: None,
     };
     // Whether the rest of the stream, from the first chunk held, is to be
@@ -385,7 +389,10 @@ fn lacks_lines(held: &VecDeque<Chunk>, wave: usize) -> bool {
     let mut lines = 0;
     let mut bytes = 0;
     for chunk in held.range(wave.min(held.len())..) {
-        lines += bytecount::count(&chunk.bytes, b'\n');
+        // Counted only as far as needed: most chunks hold thousands.
+        lines += memchr::memchr_iter(b'\n', &chunk.bytes)
+            .take(AFTER_PART_LINES - lines)
+            .count();
         bytes += chunk.bytes.len();
         if lines >= AFTER_PART_LINES || bytes >= LOOKAHEAD_MAX {
             return false;
@@ -397,8 +404,6 @@ fn lacks_lines(held: &VecDeque<Chunk>, wave: usize) -> bool {
 /// The chunks of a stream after the first, handed out in order.
 struct Feed<R> {
     chunks: Chunks<R>,
-    /// The stream has ended.
-    drained: bool,
     /// What is left of the stream past the last chunk, when it could not
     /// be cut: the bytes held (from this offset), then the reader's rest.
     uncut: Option<(u64, Vec<u8>)>,
@@ -406,14 +411,14 @@ struct Feed<R> {
 
 impl<R: Read> Feed<R> {
     fn has_more(&self) -> bool {
-        !self.drained && self.uncut.is_none()
+        !self.chunks.is_spent() && self.uncut.is_none()
     }
 
     /// Adds the next chunk to `to`, or notes that there is none.
     fn read_into(&mut self, to: &mut VecDeque<Chunk>) {
         match self.chunks.next() {
             Next::Chunk(chunk) => to.push_back(chunk),
-            Next::End => self.drained = true,
+            Next::End => {}
             Next::Uncut(offset, bytes) => self.uncut = Some((offset, bytes)),
         }
     }
@@ -435,8 +440,8 @@ impl PartScanner<'_> {
     /// chunks `after`.
     fn scan<'c>(&self, parts: &[&Chunk], after: impl Iterator<Item = &'c Chunk>) -> Scanned {
         let offset = parts.first().map_or(0, |c| c.offset);
-        let bytes: usize = parts.iter().map(|c| c.bytes.len()).sum();
-        self.scanned.fetch_add(bytes as u64, Ordering::Relaxed);
+        let len: usize = parts.iter().map(|c| c.bytes.len()).sum();
+        self.scanned.fetch_add(len as u64, Ordering::Relaxed);
         let failed = parts.last().and_then(|c| c.failed.as_ref());
         let joined: Vec<u8>;
         let bytes: &[u8] = match parts {
@@ -524,42 +529,13 @@ impl PartScanner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scan::scan_text;
-    use coroner_ingest::InputSource;
+    use crate::test_support::{builtin_rules, deep_traceback, log_input, scanned, xorshift};
     use coroner_rules::RuleSources;
-
-    fn input() -> Input {
-        Input {
-            display: "-".to_owned(),
-            source: InputSource::Stdin,
-            rank: None,
-            explicit: true,
-            loadable_elf: None,
-        }
-    }
-
-    fn rules() -> RuleSet {
-        RuleSet::load(&RuleSources {
-            builtin: true,
-            dirs: Vec::new(),
-            builtin_names: false,
-        })
-        .unwrap_or_else(|e| panic!("{e:?}"))
-    }
 
     /// What scanning `reader` whole gives: the findings' digest and the
     /// summary.
     fn whole(text: impl Read, rules: &RuleSet) -> (Vec<String>, InputSummary) {
-        let mut table = FindingTable::for_input(0);
-        let mut summary = InputSummary::new("-", InputKind::Log);
-        scan_text(
-            &input(),
-            InputKind::Log,
-            text,
-            rules,
-            &mut table,
-            &mut summary,
-        );
+        let (table, summary) = scanned(text, rules);
         (table.digest(rules), summary)
     }
 
@@ -579,10 +555,9 @@ mod tests {
         lens: (usize, usize),
     ) -> (Vec<String>, InputSummary) {
         let mut table = FindingTable::for_input(0);
-        let mut summary = InputSummary::new("-", InputKind::Log);
-        let input = input();
+        let mut summary = InputSummary::new("log", InputKind::Log);
         scan_stream(
-            &input,
+            &log_input(),
             InputKind::Log,
             text,
             workers,
@@ -592,6 +567,21 @@ mod tests {
             &mut summary,
         );
         (table.digest(rules), summary)
+    }
+
+    /// Fails unless `text` scanned in chunks on each (workers, chunk
+    /// length) of `runs` gives `want`, what it gives whole.
+    fn assert_chunks_give(
+        text: &str,
+        rules: &RuleSet,
+        want: &(Vec<String>, InputSummary),
+        runs: &[(usize, usize)],
+    ) {
+        for &(workers, chunk_len) in runs {
+            let got = chunked(text.as_bytes(), rules, workers, chunk_len);
+            let how = format!("{workers} workers, {chunk_len}-byte chunks");
+            assert_same(&got, want, &how);
+        }
     }
 
     fn assert_same(
@@ -636,42 +626,29 @@ mod tests {
 
     #[test]
     fn a_stream_scanned_in_chunks_gives_what_it_gives_whole() {
-        let rules = rules();
+        let rules = builtin_rules();
         let text = log();
         let want = whole(text.as_bytes(), &rules);
         assert!(want.0.len() > 2, "{:?}", want.0);
-        for (workers, chunk_len) in [
+        let runs = [
+            (1, 4 << 10),
             (2, 4 << 10),
             (3, 5 << 10),
             (2, 31 << 10),
             (4, 64 << 10),
-            (2, 1 << 20),
-        ] {
-            let got = chunked(text.as_bytes(), &rules, workers, chunk_len);
-            assert_same(
-                &got,
-                &want,
-                &format!("{workers} workers, {chunk_len}-byte chunks"),
-            );
-        }
+        ];
+        assert_chunks_give(&text, &rules, &want, &runs);
     }
 
     /// A traceback longer than several chunks, and than the lines read
     /// past a part's end: only the chunks scanned together complete it.
     #[test]
     fn a_traceback_longer_than_chunks_is_kept_whole() {
-        let rules = rules();
+        let rules = builtin_rules();
         let filler: String = (0..2000)
             .map(|n| format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"))
             .collect();
-        let mut deep = String::from("Traceback (most recent call last):\n");
-        for f in 0..400 {
-            deep.push_str(&format!(
-                "  File \"/opt/train/deep.py\", line {f}, in call_{f}\n    return call_{}(x)\n",
-                f + 1
-            ));
-        }
-        deep.push_str("RuntimeError: CUDA error: an illegal memory access was encountered\n");
+        let deep = deep_traceback(400);
         let text = format!("{filler}{deep}{filler}");
         let want = whole(text.as_bytes(), &rules);
         assert!(
@@ -679,14 +656,12 @@ mod tests {
             "{:?}",
             want.0
         );
-        for (workers, chunk_len) in [(2, 4 << 10), (2, 16 << 10), (3, 9 << 10)] {
-            let got = chunked(text.as_bytes(), &rules, workers, chunk_len);
-            assert_same(
-                &got,
-                &want,
-                &format!("{workers} workers, {chunk_len}-byte chunks"),
-            );
-        }
+        assert_chunks_give(
+            &text,
+            &rules,
+            &want,
+            &[(2, 4 << 10), (2, 16 << 10), (3, 9 << 10)],
+        );
     }
 
     /// Streams put together at random from lines of many shapes
@@ -696,7 +671,7 @@ mod tests {
     /// they give scanned whole.
     #[test]
     fn random_streams_scanned_in_chunks_give_what_they_give_whole() {
-        let rules = rules();
+        let rules = builtin_rules();
         let pieces: [&[u8]; 12] = [
             b"step 7 | loss 2.1 | lr 3.0e-04\n",
             b"Traceback (most recent call last):\n",
@@ -711,31 +686,25 @@ mod tests {
             b"\t\tindented with tabs\n",
             b"\n",
         ];
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for round in 0..24 {
             let mut text = Vec::new();
             let lines = 200 + (next() % 3000) as usize;
             for _ in 0..lines {
                 let piece = pieces[(next() % pieces.len() as u64) as usize];
                 text.extend_from_slice(piece);
-                if next() % 500 == 0 {
+                if next().is_multiple_of(500) {
                     text.extend(std::iter::repeat_n(b'x', (next() % 40_000) as usize));
                     text.push(b'\n');
                 }
             }
-            if next() % 2 == 0 {
+            if next().is_multiple_of(2) {
                 text.extend_from_slice(b"no final newline");
             }
             // Read a random number of bytes at a time, failing at the end
             // one time in three.
             let step = 1 + (next() % 5000) as usize;
-            let fails = next() % 3 == 0;
+            let fails = next().is_multiple_of(3);
             let reader = || Stepped {
                 text: text.as_slice(),
                 step,
@@ -776,7 +745,7 @@ mod tests {
     /// the chunks after it, even when the next chunk is one long line.
     #[test]
     fn a_window_open_at_a_chunk_end_reads_past_a_one_line_chunk() {
-        let rules = rules();
+        let rules = builtin_rules();
         let long = "x".repeat(5000);
         let text = format!(
             "{}{KILLED}{long}\n{EXIT_CODES}{}",
@@ -798,7 +767,7 @@ mod tests {
     /// are in.
     #[test]
     fn what_is_open_before_a_line_too_long_to_cut_near_is_completed() {
-        let rules = rules();
+        let rules = builtin_rules();
         let long = "x".repeat(crate::split::CUT_LINE_MAX + (8 << 10));
         let text = format!(
             "{}{KILLED}{long}\n{EXIT_CODES}{}",
@@ -852,7 +821,7 @@ mod tests {
     /// over a few chunks, then the rest is scanned as one part.
     #[test]
     fn a_traceback_open_to_the_end_is_carried_a_few_chunks_at_most() {
-        let rules = rules();
+        let rules = builtin_rules();
         let mut text = steps(0, 10_000);
         text.push_str("[rank3]: Traceback (most recent call last):\n");
         let mut n = 0;
@@ -862,10 +831,10 @@ mod tests {
         }
         let want = whole(text.as_bytes(), &rules);
         let mut table = FindingTable::for_input(0);
-        let mut summary = InputSummary::new("-", InputKind::Log);
+        let mut summary = InputSummary::new("log", InputKind::Log);
         let chunk_len = 16 << 10;
         let (_, scanned) = scan_stream_counted(
-            &input(),
+            &log_input(),
             InputKind::Log,
             text.as_bytes(),
             2,
@@ -977,7 +946,7 @@ opening line
     /// get.
     #[test]
     fn a_long_stream_in_the_chunks_streams_get_gives_what_it_gives_whole() {
-        let rules = rules();
+        let rules = builtin_rules();
         let text = log().repeat(2 + FIRST_CHUNK_LEN / log().len() + 3 * CHUNK_LEN / log().len());
         assert!(text.len() > FIRST_CHUNK_LEN + 2 * CHUNK_LEN);
         let want = whole(text.as_bytes(), &rules);
@@ -1004,7 +973,7 @@ opening line
 
     #[test]
     fn a_read_error_is_told_where_it_was_met_and_what_came_before_is_read() {
-        let rules = rules();
+        let rules = builtin_rules();
         let text = log();
         let cut = text.len() * 2 / 3;
         let want = whole(
@@ -1032,7 +1001,7 @@ opening line
     /// part, read as it is read whole.
     #[test]
     fn a_line_too_long_to_cut_near_is_read_with_the_rest() {
-        let rules = rules();
+        let rules = builtin_rules();
         let head = log();
         let long = "x".repeat(2 * crate::split::CUT_LINE_MAX + 10);
         let text = format!("{head}{long}\n{head}");

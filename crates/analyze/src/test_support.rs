@@ -16,19 +16,23 @@ pub(crate) fn builtin_rules() -> RuleSet {
     .unwrap_or_else(|e| panic!("{e:?}"))
 }
 
-/// The finding table and the summary of `text` scanned as one log.
-pub(crate) fn scanned(text: &[u8], rules: &RuleSet) -> (FindingTable, InputSummary) {
-    let input = Input {
+/// The input [`scanned`] reads: standard input, shown as `log`.
+pub(crate) fn log_input() -> Input {
+    Input {
         display: "log".to_owned(),
         source: InputSource::Stdin,
         rank: None,
         explicit: true,
         loadable_elf: None,
-    };
+    }
+}
+
+/// The finding table and the summary of `text` scanned as one log.
+pub(crate) fn scanned(text: impl std::io::Read, rules: &RuleSet) -> (FindingTable, InputSummary) {
     let mut table = FindingTable::for_input(0);
     let mut summary = InputSummary::new("log", InputKind::Log);
     scan_text(
-        &input,
+        &log_input(),
         InputKind::Log,
         text,
         rules,
@@ -76,4 +80,28 @@ pub(crate) fn finding(
         curve: None,
         printed_by: None,
     }
+}
+
+/// A deterministic stream of pseudo-random numbers (xorshift) from `seed`.
+pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
+/// A Python traceback of `frames` frames (two lines each) ending in a CUDA
+/// illegal memory access.
+pub(crate) fn deep_traceback(frames: usize) -> String {
+    let mut text = String::from("Traceback (most recent call last):\n");
+    for f in 0..frames {
+        text.push_str(&format!(
+            "  File \"/opt/train/deep.py\", line {f}, in call_{f}\n    return call_{}(x)\n",
+            f + 1
+        ));
+    }
+    text.push_str("RuntimeError: CUDA error: an illegal memory access was encountered\n");
+    text
 }

@@ -77,7 +77,6 @@ impl NibbleShares {
     }
 }
 
-/// The low and high nibbles a bucket accepts at each place, as bit sets.
 /// The numbers of the bits set in `mask`, lowest first.
 fn set_bits(mask: u16) -> impl Iterator<Item = usize> {
     let mut rest = mask;
@@ -90,6 +89,7 @@ fn set_bits(mask: u16) -> impl Iterator<Item = usize> {
     })
 }
 
+/// The low and high nibbles a bucket accepts at each place, as bit sets.
 #[derive(Debug, Clone, Copy, Default)]
 struct Masks {
     places: [(u16, u16); MASK_MAX],
