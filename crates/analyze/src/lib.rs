@@ -377,6 +377,7 @@ fn analyze_input(
                             after: None::<&[u8]>,
                             live,
                             metrics: plan.metrics,
+                            lead: Vec::new(),
                         };
                         scan::scan_part(
                             input,

@@ -33,6 +33,15 @@ use std::io::Read;
 const CONTEXT_LINES: usize = 2;
 /// Recent lines remembered for context (covers rule windows).
 const RECENT_LINES: usize = 32;
+/// Lines before a handled line remembered for it: enough for its context
+/// and for rules that look back past a traceback's caret line.
+pub(crate) const LINES_BEFORE: usize = if CONTEXT_LINES > Rule::LOOK_BACK + 1 {
+    CONTEXT_LINES
+} else {
+    Rule::LOOK_BACK + 1
+};
+/// Bytes before a part that its lead lines are taken from at most.
+pub(crate) const LEAD_MAX: usize = 64 << 10;
 /// A block of lines up to this size offers every line to the metric
 /// collector...
 const METRIC_ALL_LINES_BELOW: usize = 64 << 10;
@@ -65,6 +74,9 @@ pub(crate) enum MetricSampling {
 #[derive(Debug, Default)]
 struct Recent {
     lines: VecDeque<(u64, String)>,
+    /// The lines just before the part, nearest first: a part cut from a
+    /// larger input looks back to them from its first lines.
+    lead: Vec<String>,
 }
 
 impl Recent {
@@ -91,18 +103,33 @@ impl Recent {
             .map(|(_, t)| t.as_str())
     }
 
+    /// The text of the line `back` lines before line `number`, when it is
+    /// remembered: one of the part's, or one of the lines before it.
+    fn before(&self, number: u64, back: u64) -> Option<&str> {
+        match number.checked_sub(back) {
+            Some(n) if n > 0 => self.get(n),
+            _ => self
+                .lead
+                .get(usize::try_from(back - number).ok()?)
+                .map(String::as_str),
+        }
+    }
+
     fn context(&self, number: u64) -> Context {
-        let pick = |range: std::ops::RangeInclusive<u64>| -> Vec<String> {
-            self.lines
-                .iter()
-                .filter(|(n, _)| range.contains(n))
-                .map(|(_, t)| inert_capped(t, MAX_EVIDENCE_CHARS))
-                .collect()
-        };
         let ctx = CONTEXT_LINES as u64;
+        let after = number + 1..=number + ctx;
         Context {
-            before: pick(number.saturating_sub(ctx).max(1)..=number.saturating_sub(1)),
-            after: pick(number + 1..=number + ctx),
+            before: (1..=ctx)
+                .rev()
+                .filter_map(|back| self.before(number, back))
+                .map(|t| inert_capped(t, MAX_EVIDENCE_CHARS))
+                .collect(),
+            after: self
+                .lines
+                .iter()
+                .filter(|(n, _)| after.contains(n))
+                .map(|(_, t)| inert_capped(t, MAX_EVIDENCE_CHARS))
+                .collect(),
             span: None,
         }
     }
@@ -259,6 +286,7 @@ pub(crate) fn scan_text(
         after: None::<&[u8]>,
         live: false,
         metrics: MetricSampling::Off,
+        lead: Vec::new(),
     };
     scan_part(input, kind, part, rules, table, summary, None);
 }
@@ -278,6 +306,38 @@ pub(crate) struct Part<R, A> {
     /// How to sample training-metric lines for trends (off for text
     /// coroner wrote or a rule example).
     pub metrics: MetricSampling,
+    /// The lines just before the part (see [`lead_of`]; empty at the
+    /// input's start), which its first lines look back to.
+    pub lead: Vec<u8>,
+}
+
+/// The lines at the end of `before`, the text just before a part, that the
+/// part's first lines look back to: the last few whole lines within its
+/// last [`LEAD_MAX`] bytes. `starts_line` tells whether `before` starts at
+/// the start of a line.
+pub(crate) fn lead_of(before: &[u8], starts_line: bool) -> Vec<u8> {
+    if before.is_empty() {
+        return Vec::new();
+    }
+    let from = before.len().saturating_sub(LEAD_MAX);
+    let window = &before[from..];
+    let mut end = window.len() - usize::from(window.last() == Some(&b'\n'));
+    let mut first = window.len();
+    for _ in 0..LINES_BEFORE {
+        match memchr::memrchr(b'\n', &window[..end]) {
+            Some(newline) => {
+                first = newline + 1;
+                end = newline;
+            }
+            None => {
+                if from == 0 && starts_line {
+                    first = 0;
+                }
+                break;
+            }
+        }
+    }
+    window[first..].to_vec()
 }
 
 /// Called with each new finding when it is first seen.
@@ -337,6 +397,7 @@ pub(crate) fn scan_part(
         indent: (part.offset != 0 || part.live || part.after.is_some()).then(Indent::default),
         wrap: None,
     };
+    scan.remember_lead(&part.lead);
     loop {
         match blocks.next_block() {
             Ok(None) => break,
@@ -586,12 +647,9 @@ impl TextScan<'_> {
             return;
         }
         let mut end = if bytes[at - 1] == b'\n' { at - 1 } else { at };
-        // Enough for the context and for rules that look back past a
-        // traceback's caret line.
-        let keep = CONTEXT_LINES.max(Rule::LOOK_BACK + 1);
-        let mut tail: Vec<(u64, std::ops::Range<usize>)> = Vec::with_capacity(keep);
+        let mut tail: Vec<(u64, std::ops::Range<usize>)> = Vec::with_capacity(LINES_BEFORE);
         let mut number = self.line;
-        while tail.len() < keep && number > 0 {
+        while tail.len() < LINES_BEFORE && number > 0 {
             let start = memchr::memrchr(b'\n', &bytes[..end]).map_or(0, |i| i + 1);
             tail.push((number, start..end));
             if start == 0 {
@@ -607,6 +665,21 @@ impl TextScan<'_> {
         }
     }
 
+    /// Remembers `lead`, the lines just before the part, for its first
+    /// lines to look back to.
+    fn remember_lead(&mut self, lead: &[u8]) {
+        if lead.is_empty() {
+            return;
+        }
+        let lead = lead.strip_suffix(b"\n").unwrap_or(lead);
+        let outer = self.indent.unwrap_or_default().outer;
+        for line in lead.rsplit(|&b| b == b'\n').take(LINES_BEFORE) {
+            let cleaned = lossy(clean_line(line, &mut self.cleaned));
+            let text = dedent(&cleaned, outer).to_owned();
+            self.recent.lead.push(text);
+        }
+    }
+
     /// The rank of the line whose message line `number` (without a rank
     /// prefix) continues: a message hard-wrapped by a paste or a terminal
     /// carries the prefix on its first line only. Every line before it in
@@ -616,7 +689,7 @@ impl TextScan<'_> {
             return None;
         }
         for back in 1..MAX_JOINED_LINES as u64 {
-            let shown = self.recent.get(number.checked_sub(back)?)?;
+            let shown = self.recent.before(number, back)?;
             if !is_hard_wrapped(shown) {
                 return None;
             }
@@ -684,7 +757,13 @@ impl TextScan<'_> {
         if kept_before {
             return;
         }
-        let Some(shown) = self.recent.get(before).filter(|s| is_hard_wrapped(s)) else {
+        // Line 0 is the line before the part, when it was cut from a larger
+        // input; merged, it is numbered as the last line of the part before.
+        let Some(shown) = self
+            .recent
+            .before(line.number, 1)
+            .filter(|s| is_hard_wrapped(s))
+        else {
             return;
         };
         if !continues_line(shown, line) {
@@ -863,7 +942,7 @@ impl TextScan<'_> {
                 // Lines of another rank, interleaved, are not this one's.
                 let rank = m.line_rank;
                 let mut before: Vec<(u64, &str)> = (1..=Rule::LOOK_BACK as u64 + 1)
-                    .filter_map(|k| Some((k, recent.get(anchor_line.checked_sub(k)?)?)))
+                    .filter_map(|k| Some((k, recent.before(anchor_line, k)?)))
                     .map(|(k, text)| (k, strip_rank_prefix(text)))
                     .filter(|(_, p)| p.rank.is_none() || rank.is_none() || p.rank == rank)
                     .map(|(k, p)| (k, p.rest))
@@ -1005,6 +1084,7 @@ mod tests {
             after: None::<&[u8]>,
             live: false,
             metrics: sampling,
+            lead: Vec::new(),
         };
         let (metrics, _) = scan_part(
             &input,

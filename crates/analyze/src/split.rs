@@ -7,7 +7,7 @@
 //! only to complete the rule windows and evidence contexts open there.
 
 use crate::findings::FindingTable;
-use crate::scan::{scan_part, MetricSampling, OnFinding, Part};
+use crate::scan::{lead_of, scan_part, MetricSampling, OnFinding, Part, LEAD_MAX};
 use coroner_ingest::Input;
 use coroner_logs::IGNORED_EXCEPTION;
 use coroner_metrics::MetricCollector;
@@ -169,8 +169,13 @@ fn scan_range(
 ) -> io::Result<Scanned> {
     let mut part_table = FindingTable::for_input(table_input);
     let mut part_summary = summary.clone();
+    // The lines just before the part are read first: its first lines look
+    // back to them.
+    let lead_from = start.saturating_sub(LEAD_MAX as u64);
+    let mut before = vec![0; usize::try_from(start - lead_from).unwrap_or(0)];
     let mut reader = File::open(file.path)?;
-    reader.seek(SeekFrom::Start(start))?;
+    reader.seek(SeekFrom::Start(lead_from))?;
+    reader.read_exact(&mut before)?;
     let mut after = File::open(file.path)?;
     after.seek(SeekFrom::Start(end))?;
     let part = Part {
@@ -179,6 +184,7 @@ fn scan_range(
         after: (end < file.size).then_some(after),
         live: false,
         metrics: MetricSampling::Dense,
+        lead: lead_of(&before, lead_from == 0),
     };
     let (metrics, open_at_end) = scan_part(
         input,
@@ -319,7 +325,9 @@ fn line_bounds(path: &Path, size: u64, parts: usize) -> io::Result<Vec<u64>> {
 mod tests {
     use super::*;
     use crate::scan::scan_text;
-    use crate::test_support::{builtin_rules, deep_traceback, xorshift};
+    use crate::test_support::{
+        builtin_rules, deep_traceback, frames_without_header, scanned, xorshift,
+    };
     use coroner_ingest::InputSource;
     use std::path::PathBuf;
 
@@ -455,6 +463,67 @@ mod tests {
             let (split, _) = scanned_in_parts(&input, &path, text.len(), &rules, parts);
             assert_eq!(split.digest(&rules), whole, "{parts} parts");
         }
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// A part's first line looks back to the lines before the part: an
+    /// exception line just after a cut still takes its frame from the
+    /// line above it.
+    #[test]
+    fn a_part_looks_back_past_its_cut() {
+        let rules = builtin_rules();
+        let filler: String = (0..2000)
+            .map(|n| format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"))
+            .collect();
+        // The middle of the file falls in the frame's line: the cut
+        // between two parts is placed just before the exception line.
+        let text = format!("{filler}{}{filler}", frames_without_header(1));
+        let (path, input) = file_input(&text, "lead");
+        let bounds = line_bounds(&path, text.len() as u64, 2).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            text[bounds[1] as usize..].starts_with("ValueError"),
+            "{bounds:?}"
+        );
+        let (whole, _) = scanned(text.as_bytes(), &rules);
+        let whole = whole.digest(&rules);
+        assert!(
+            whole
+                .iter()
+                .any(|d| d.contains("\"raised_in\": \"step_0\"")),
+            "{whole:?}"
+        );
+        let (split, _) = scanned_in_parts(&input, &path, text.len(), &rules, 2);
+        assert_eq!(split.digest(&rules), whole);
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// A message hard-wrapped just before a cut is joined across it, as
+    /// in the whole file.
+    #[test]
+    fn a_message_wrapped_at_a_cut_is_joined() {
+        let rules = builtin_rules();
+        let filler: String = (0..2000)
+            .map(|n| format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"))
+            .collect();
+        let wrapped = "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [420,0,0], \nthread: [124,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\n";
+        // The middle of the file falls in the wrapped message's first line.
+        let text = format!("== run 42: 8 ranks on 2 nodes ==\n{filler}{wrapped}{filler}");
+        let (path, input) = file_input(&text, "wrapped");
+        let bounds = line_bounds(&path, text.len() as u64, 2).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            text[bounds[1] as usize..].starts_with("thread:"),
+            "{bounds:?}"
+        );
+        let (whole, _) = scanned(text.as_bytes(), &rules);
+        let whole = whole.digest(&rules);
+        assert!(
+            whole
+                .iter()
+                .any(|d| d.contains("[2002, 2003]") && d.contains("IndexKernel.cu")),
+            "{whole:?}"
+        );
+        let (split, _) = scanned_in_parts(&input, &path, text.len(), &rules, 2);
+        assert_eq!(split.digest(&rules), whole);
         let _ = std::fs::remove_file(&path);
     }
 

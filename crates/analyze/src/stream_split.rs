@@ -18,7 +18,7 @@
 //! scanned whole.
 
 use crate::findings::FindingTable;
-use crate::scan::{scan_part, MetricSampling, Part, AFTER_PART_LINES};
+use crate::scan::{lead_of, scan_part, MetricSampling, Part, AFTER_PART_LINES, LINES_BEFORE};
 use crate::split::{cut_after, Cut, Merged, Scanned, CUT_WINDOW_MAX};
 use coroner_ingest::Input;
 use coroner_metrics::MetricCollector;
@@ -58,6 +58,8 @@ struct Chunk {
     bytes: Vec<u8>,
     /// The error that ended the stream right after it, if one did.
     failed: Option<Failure>,
+    /// The lines just before it, which its first lines look back to.
+    lead: Vec<u8>,
 }
 
 /// A read error, kept to be handed to each scan of the chunk it ended.
@@ -106,9 +108,9 @@ enum Next {
     Chunk(Chunk),
     /// The stream has ended.
     End,
-    /// No cut could be placed near the target: the held bytes, from this
-    /// offset, and the rest of the stream are to be scanned as one part.
-    Uncut(u64, Vec<u8>),
+    /// No cut could be placed near the target: the held bytes and the rest
+    /// of the stream are to be scanned as one part.
+    Uncut(Chunk),
 }
 
 /// The stream, cut into chunks as it is read.
@@ -122,6 +124,8 @@ struct Chunks<R> {
     failed: Option<Failure>,
     /// Buffers of chunks already scanned, to be filled again.
     spare: Vec<Vec<u8>>,
+    /// The last lines handed out, the lead of the next chunk.
+    lead: Vec<u8>,
 }
 
 /// Buffers kept for reuse at most.
@@ -137,6 +141,7 @@ impl<R: Read> Chunks<R> {
             ended: false,
             failed: None,
             spare: Vec::new(),
+            lead: Vec::new(),
         }
     }
 
@@ -205,8 +210,7 @@ impl<R: Read> Chunks<R> {
                     return Next::Chunk(self.take(Vec::new(), failed));
                 }
                 Cut::More | Cut::Nowhere => {
-                    let held = std::mem::take(&mut self.held);
-                    return Next::Uncut(self.offset, held);
+                    return Next::Uncut(self.take(Vec::new(), None));
                 }
             }
         }
@@ -217,10 +221,22 @@ impl<R: Read> Chunks<R> {
         let bytes = std::mem::replace(&mut self.held, rest);
         let offset = self.offset;
         self.offset += bytes.len() as u64;
+        // A chunk of fewer lines than a lead takes lines from the one before.
+        let next_lead = if memchr::memrchr_iter(b'\n', &bytes)
+            .nth(LINES_BEFORE)
+            .is_some()
+        {
+            lead_of(&bytes, true)
+        } else {
+            let mut joined = self.lead.clone();
+            joined.extend_from_slice(&bytes);
+            lead_of(&joined, true)
+        };
         Chunk {
             offset,
             bytes,
             failed,
+            lead: std::mem::replace(&mut self.lead, next_lead),
         }
     }
 }
@@ -279,10 +295,10 @@ fn scan_stream_counted(
         }
         Next::Chunk(chunk) => held.push_back(chunk),
         Next::End => {}
-        Next::Uncut(offset, bytes) => {
+        Next::Uncut(chunk) => {
             let feed = Feed {
                 chunks,
-                uncut: Some((offset, bytes)),
+                uncut: Some(chunk),
             };
             let (part_table, part_summary, metrics, _) = scanner.scan_rest(VecDeque::new(), feed);
             table.merge(part_table);
@@ -359,6 +375,7 @@ fn scan_stream_counted(
         }
         if carried.is_some() {
             let offset = done.first().map_or(0, |c| c.offset);
+            let lead = done.first_mut().map(|c| std::mem::take(&mut c.lead));
             let mut bytes: Vec<u8> = done.into_iter().flat_map(|c| c.bytes).collect();
             if let Some(next) = held.pop_front() {
                 bytes.extend_from_slice(&next.bytes);
@@ -367,6 +384,7 @@ fn scan_stream_counted(
                     offset,
                     bytes,
                     failed: next.failed,
+                    lead: lead.unwrap_or_default(),
                 });
             }
         }
@@ -406,7 +424,7 @@ struct Feed<R> {
     chunks: Chunks<R>,
     /// What is left of the stream past the last chunk, when it could not
     /// be cut: the bytes held (from this offset), then the reader's rest.
-    uncut: Option<(u64, Vec<u8>)>,
+    uncut: Option<Chunk>,
 }
 
 impl<R: Read> Feed<R> {
@@ -419,7 +437,7 @@ impl<R: Read> Feed<R> {
         match self.chunks.next() {
             Next::Chunk(chunk) => to.push_back(chunk),
             Next::End => {}
-            Next::Uncut(offset, bytes) => self.uncut = Some((offset, bytes)),
+            Next::Uncut(chunk) => self.uncut = Some(chunk),
         }
     }
 }
@@ -457,38 +475,44 @@ impl PartScanner<'_> {
             slices: after,
             at: 0,
         });
-        self.run(offset, reader, after)
+        let lead = parts.first().map(|c| c.lead.clone()).unwrap_or_default();
+        self.run(offset, lead, reader, after)
     }
 
     /// Scans the chunks `held`, then what is left of the stream `feed`
     /// reads, as one part.
-    fn scan_rest<R: Read>(&self, held: VecDeque<Chunk>, feed: Feed<R>) -> Scanned {
-        let offset = held
-            .front()
-            .map(|c| c.offset)
-            .or(feed.uncut.as_ref().map(|u| u.0))
-            .unwrap_or(feed.chunks.offset);
+    fn scan_rest<R: Read>(&self, mut held: VecDeque<Chunk>, feed: Feed<R>) -> Scanned {
+        let mut chunks = feed.chunks;
+        held.extend(feed.uncut);
+        let offset = held.front().map_or(chunks.offset, |c| c.offset);
+        let lead = match held.front_mut() {
+            Some(first) => std::mem::take(&mut first.lead),
+            None => std::mem::take(&mut chunks.lead),
+        };
         let mut failed = None;
         let mut bytes = Vec::new();
         for chunk in held {
             bytes.extend_from_slice(&chunk.bytes);
             failed = chunk.failed.or(failed);
         }
-        if let Some((_, uncut)) = feed.uncut {
-            bytes.extend_from_slice(&uncut);
-        }
-        let chunks = feed.chunks;
         let rest = Cursor::new(chunks.held)
             .chain(FailOnce(chunks.failed.or(failed).map(|f| f.error())))
             .chain(chunks.reader);
         self.run(
             offset,
+            lead,
             Cursor::new(bytes).chain(rest),
             None::<Cursor<&[u8]>>,
         )
     }
 
-    fn run(&self, offset: u64, reader: impl Read, after: Option<impl Read>) -> Scanned {
+    fn run(
+        &self,
+        offset: u64,
+        lead: Vec<u8>,
+        reader: impl Read,
+        after: Option<impl Read>,
+    ) -> Scanned {
         let mut part_table = FindingTable::for_input(self.table_input);
         let mut part_summary = self.template.clone();
         let part = Part {
@@ -497,6 +521,7 @@ impl PartScanner<'_> {
             after,
             live: false,
             metrics: MetricSampling::Dense,
+            lead,
         };
         let (metrics, open_at_end) = scan_part(
             self.input,
@@ -529,7 +554,9 @@ impl PartScanner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{builtin_rules, deep_traceback, log_input, scanned, xorshift};
+    use crate::test_support::{
+        builtin_rules, deep_traceback, frames_without_header, log_input, scanned, xorshift,
+    };
     use coroner_rules::RuleSources;
 
     /// What scanning `reader` whole gives: the findings' digest and the
@@ -638,6 +665,35 @@ mod tests {
             (4, 64 << 10),
         ];
         assert_chunks_give(&text, &rules, &want, &runs);
+    }
+
+    /// A chunk's first line looks back to the lines before the chunk,
+    /// taken from the chunks before it when the one before holds fewer
+    /// lines than are looked back to.
+    #[test]
+    fn a_chunk_looks_back_past_its_cut() {
+        let rules = builtin_rules();
+        let filler: String = (0..2000)
+            .map(|n| format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"))
+            .collect();
+        let frames = frames_without_header(300);
+        let text = format!("{filler}{frames}");
+        let want = whole(text.as_bytes(), &rules);
+        assert!(
+            want.0
+                .iter()
+                .any(|d| d.contains("\"raised_in\": \"step_0\"")),
+            "{:?}",
+            want.0
+        );
+        // The first chunk is cut just before the first exception line.
+        let first = filler.len() + frames.find("ValueError").unwrap_or(0) - 10;
+        let got = chunked_after(text.as_bytes(), &rules, 2, (first, 4 << 10));
+        assert_same(&got, &want, "first chunk cut before the exception");
+        // Chunks of one or two lines: each exception line starts one, and
+        // the chunk before it holds fewer lines than are looked back to.
+        let frames_only = whole(frames.as_bytes(), &rules);
+        assert_chunks_give(&frames, &rules, &frames_only, &[(2, 1), (3, 1), (2, 60)]);
     }
 
     /// A traceback longer than several chunks, and than the lines read
@@ -994,6 +1050,36 @@ opening line
                 chunk_len,
             );
             assert_same(&got, &want, &format!("{chunk_len}-byte chunks"));
+        }
+    }
+
+    /// Each chunk's lead is the last lines of the stream before it, however
+    /// few lines the chunks before it hold.
+    #[test]
+    fn each_chunk_leads_with_the_lines_before_it() {
+        let text: String = (0..40)
+            .map(|n| match n % 5 {
+                0 => format!("step {n} | loss 2.{n:04} | lr 3.0e-04 | tokens/s 1234567\n"),
+                1 => "\n".to_owned(),
+                _ => format!("line {n}\n"),
+            })
+            .collect();
+        for chunk_len in [1, 20, 70] {
+            let mut chunks = Chunks::new(text.as_bytes(), chunk_len);
+            let mut seen = 0;
+            while let Next::Chunk(chunk) = chunks.next() {
+                let before = &text.as_bytes()[..chunk.offset as usize];
+                let lines: Vec<&[u8]> = before.split_inclusive(|&b| b == b'\n').collect();
+                let want: Vec<u8> = lines[lines.len().saturating_sub(LINES_BEFORE)..].concat();
+                assert_eq!(
+                    String::from_utf8_lossy(&chunk.lead),
+                    String::from_utf8_lossy(&want),
+                    "{chunk_len}-byte chunks, at {}",
+                    chunk.offset
+                );
+                seen += 1;
+            }
+            assert!(seen > 4, "{chunk_len}-byte chunks: {seen}");
         }
     }
 

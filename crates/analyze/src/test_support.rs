@@ -105,3 +105,17 @@ pub(crate) fn deep_traceback(frames: usize) -> String {
     text.push_str("RuntimeError: CUDA error: an illegal memory access was encountered\n");
     text
 }
+
+/// `count` exception lines, each under the frame that raised it and after a
+/// step line, with no traceback header (a paste that kept only the last
+/// frame): a cut placed after a frame's line falls just before its
+/// exception line, whose rule captures the frame from the line above.
+pub(crate) fn frames_without_header(count: usize) -> String {
+    (0..count)
+        .map(|n| {
+            format!(
+                "step {n} | loss 2.{n:04}\n  File \"/opt/train/step.py\", line {n}, in step_{n}\nValueError: bad shape {n}\n"
+            )
+        })
+        .collect()
+}
