@@ -689,7 +689,7 @@ impl TextScan<'_> {
             return None;
         }
         for back in 1..MAX_JOINED_LINES as u64 {
-            let shown = self.recent.before(number, back)?;
+            let shown = self.recent.get(number.checked_sub(back)?)?;
             if !is_hard_wrapped(shown) {
                 return None;
             }
@@ -757,13 +757,9 @@ impl TextScan<'_> {
         if kept_before {
             return;
         }
-        // Line 0 is the line before the part, when it was cut from a larger
-        // input; merged, it is numbered as the last line of the part before.
-        let Some(shown) = self
-            .recent
-            .before(line.number, 1)
-            .filter(|s| is_hard_wrapped(s))
-        else {
+        // Not the line before the part: only the part before a cut knows
+        // whether that line already began or continued a message of its own.
+        let Some(shown) = self.recent.get(before).filter(|s| is_hard_wrapped(s)) else {
             return;
         };
         if !continues_line(shown, line) {

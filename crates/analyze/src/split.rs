@@ -326,7 +326,7 @@ mod tests {
     use super::*;
     use crate::scan::scan_text;
     use crate::test_support::{
-        builtin_rules, deep_traceback, frames_without_header, scanned, xorshift,
+        builtin_rules, contexts_before, deep_traceback, frames_without_header, scanned, xorshift,
     };
     use coroner_ingest::InputSource;
     use std::path::PathBuf;
@@ -494,32 +494,39 @@ mod tests {
         );
         let (split, _) = scanned_in_parts(&input, &path, text.len(), &rules, 2);
         assert_eq!(split.digest(&rules), whole);
+        // The lines shown before the exception line are the whole file's.
+        let (whole, _) = scanned(text.as_bytes(), &rules);
+        let (split, _) = scanned_in_parts(&input, &path, text.len(), &rules, 2);
+        let shown = contexts_before(whole, &rules);
+        assert!(
+            shown.iter().any(|c| c.len() == 2 && c[1].contains("File")),
+            "{shown:?}"
+        );
+        assert_eq!(contexts_before(split, &rules), shown);
         let _ = std::fs::remove_file(&path);
     }
 
-    /// A message hard-wrapped just before a cut is joined across it, as
-    /// in the whole file.
+    /// A message hard-wrapped just before a cut, both of whose lines hold
+    /// a rule's literal, is read once: by the part before the cut, which
+    /// reads past its end to complete it.
     #[test]
-    fn a_message_wrapped_at_a_cut_is_joined() {
+    fn a_message_wrapped_at_a_cut_is_read_once() {
         let rules = builtin_rules();
         let filler: String = (0..2000)
             .map(|n| format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"))
             .collect();
-        let wrapped = "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [420,0,0], \nthread: [124,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\n";
+        let wrapped = "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhan\ndled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n";
         // The middle of the file falls in the wrapped message's first line.
-        let text = format!("== run 42: 8 ranks on 2 nodes ==\n{filler}{wrapped}{filler}");
+        let text = format!("{filler}{wrapped}{filler}");
         let (path, input) = file_input(&text, "wrapped");
         let bounds = line_bounds(&path, text.len() as u64, 2).unwrap_or_else(|e| panic!("{e}"));
-        assert!(
-            text[bounds[1] as usize..].starts_with("thread:"),
-            "{bounds:?}"
-        );
+        assert!(text[bounds[1] as usize..].starts_with("dled"), "{bounds:?}");
         let (whole, _) = scanned(text.as_bytes(), &rules);
         let whole = whole.digest(&rules);
         assert!(
             whole
                 .iter()
-                .any(|d| d.contains("[2002, 2003]") && d.contains("IndexKernel.cu")),
+                .any(|d| d.starts_with("nccl-unhandled-system-error None x1 @2001 [2001, 2002]")),
             "{whole:?}"
         );
         let (split, _) = scanned_in_parts(&input, &path, text.len(), &rules, 2);

@@ -18,7 +18,9 @@
 //! scanned whole.
 
 use crate::findings::FindingTable;
-use crate::scan::{lead_of, scan_part, MetricSampling, Part, AFTER_PART_LINES, LINES_BEFORE};
+use crate::scan::{
+    lead_of, scan_part, MetricSampling, Part, AFTER_PART_LINES, LEAD_MAX, LINES_BEFORE,
+};
 use crate::split::{cut_after, Cut, Merged, Scanned, CUT_WINDOW_MAX};
 use coroner_ingest::Input;
 use coroner_metrics::MetricCollector;
@@ -221,10 +223,12 @@ impl<R: Read> Chunks<R> {
         let bytes = std::mem::replace(&mut self.held, rest);
         let offset = self.offset;
         self.offset += bytes.len() as u64;
-        // A chunk of fewer lines than a lead takes lines from the one before.
-        let next_lead = if memchr::memrchr_iter(b'\n', &bytes)
-            .nth(LINES_BEFORE)
-            .is_some()
+        // A chunk of fewer lines than a lead takes lines from the one before;
+        // lines further back than the last LEAD_MAX bytes are never taken.
+        let next_lead = if bytes.len() >= LEAD_MAX
+            || memchr::memrchr_iter(b'\n', &bytes)
+                .nth(LINES_BEFORE)
+                .is_some()
         {
             lead_of(&bytes, true)
         } else {
@@ -555,7 +559,8 @@ impl PartScanner<'_> {
 mod tests {
     use super::*;
     use crate::test_support::{
-        builtin_rules, deep_traceback, frames_without_header, log_input, scanned, xorshift,
+        builtin_rules, contexts_before, deep_traceback, frames_without_header, log_input, scanned,
+        xorshift,
     };
     use coroner_rules::RuleSources;
 
@@ -690,6 +695,26 @@ mod tests {
         let first = filler.len() + frames.find("ValueError").unwrap_or(0) - 10;
         let got = chunked_after(text.as_bytes(), &rules, 2, (first, 4 << 10));
         assert_same(&got, &want, "first chunk cut before the exception");
+        // The lines shown before the exception line are the whole stream's.
+        let mut table = FindingTable::for_input(0);
+        let mut summary = InputSummary::new("log", InputKind::Log);
+        scan_stream(
+            &log_input(),
+            InputKind::Log,
+            text.as_bytes(),
+            2,
+            (first, 4 << 10),
+            &rules,
+            &mut table,
+            &mut summary,
+        );
+        let (whole_table, _) = scanned(text.as_bytes(), &rules);
+        let shown = contexts_before(whole_table, &rules);
+        assert!(
+            shown.iter().any(|c| c.len() == 2 && c[1].contains("File")),
+            "{shown:?}"
+        );
+        assert_eq!(contexts_before(table, &rules), shown);
         // Chunks of one or two lines: each exception line starts one, and
         // the chunk before it holds fewer lines than are looked back to.
         let frames_only = whole(frames.as_bytes(), &rules);

@@ -119,3 +119,19 @@ pub(crate) fn frames_without_header(count: usize) -> String {
         })
         .collect()
 }
+
+/// The lines shown before each finding's first evidence line, in the order
+/// of the findings.
+pub(crate) fn contexts_before(table: FindingTable, rules: &RuleSet) -> Vec<Vec<String>> {
+    table
+        .into_findings(rules)
+        .into_iter()
+        .map(|f| {
+            f.evidence
+                .first()
+                .and_then(|e| e.context.clone())
+                .map(|c| c.before)
+                .unwrap_or_default()
+        })
+        .collect()
+}
