@@ -326,7 +326,8 @@ mod tests {
     use super::*;
     use crate::scan::scan_text;
     use crate::test_support::{
-        builtin_rules, contexts_before, deep_traceback, frames_without_header, scanned, xorshift,
+        builtin_rules, contexts_before, deep_traceback, frames_without_header, scanned, step_lines,
+        xorshift,
     };
     use coroner_ingest::InputSource;
     use std::path::PathBuf;
@@ -434,9 +435,7 @@ mod tests {
     #[test]
     fn a_traceback_across_a_cut_is_kept() {
         let rules = builtin_rules();
-        let filler: String = (0..2000)
-            .map(|n| format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"))
-            .collect();
+        let filler = step_lines(2000);
         let mut traceback = String::from("Traceback (most recent call last):\n");
         for f in 0..20 {
             traceback.push_str(&format!(
@@ -466,24 +465,30 @@ mod tests {
         let _ = std::fs::remove_file(&path);
     }
 
+    /// `text` written to a file of its own (see [`file_input`]), after
+    /// checking that the cut between two parts of it falls just before
+    /// `line_start`, the case a test looks at.
+    fn halved_before(text: &str, name: &str, line_start: &str) -> (PathBuf, Input) {
+        let (path, input) = file_input(text, name);
+        let bounds = line_bounds(&path, text.len() as u64, 2).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            text[bounds[1] as usize..].starts_with(line_start),
+            "{bounds:?}"
+        );
+        (path, input)
+    }
+
     /// A part's first line looks back to the lines before the part: an
     /// exception line just after a cut still takes its frame from the
     /// line above it.
     #[test]
     fn a_part_looks_back_past_its_cut() {
         let rules = builtin_rules();
-        let filler: String = (0..2000)
-            .map(|n| format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"))
-            .collect();
+        let filler = step_lines(2000);
         // The middle of the file falls in the frame's line: the cut
         // between two parts is placed just before the exception line.
         let text = format!("{filler}{}{filler}", frames_without_header(1));
-        let (path, input) = file_input(&text, "lead");
-        let bounds = line_bounds(&path, text.len() as u64, 2).unwrap_or_else(|e| panic!("{e}"));
-        assert!(
-            text[bounds[1] as usize..].starts_with("ValueError"),
-            "{bounds:?}"
-        );
+        let (path, input) = halved_before(&text, "lead", "ValueError");
         let (whole, _) = scanned(text.as_bytes(), &rules);
         let whole = whole.digest(&rules);
         assert!(
@@ -512,15 +517,11 @@ mod tests {
     #[test]
     fn a_message_wrapped_at_a_cut_is_read_once() {
         let rules = builtin_rules();
-        let filler: String = (0..2000)
-            .map(|n| format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"))
-            .collect();
+        let filler = step_lines(2000);
         let wrapped = "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhan\ndled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n";
         // The middle of the file falls in the wrapped message's first line.
         let text = format!("{filler}{wrapped}{filler}");
-        let (path, input) = file_input(&text, "wrapped");
-        let bounds = line_bounds(&path, text.len() as u64, 2).unwrap_or_else(|e| panic!("{e}"));
-        assert!(text[bounds[1] as usize..].starts_with("dled"), "{bounds:?}");
+        let (path, input) = halved_before(&text, "wrapped", "dled");
         let (whole, _) = scanned(text.as_bytes(), &rules);
         let whole = whole.digest(&rules);
         assert!(

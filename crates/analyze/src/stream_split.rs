@@ -560,7 +560,7 @@ mod tests {
     use super::*;
     use crate::test_support::{
         builtin_rules, contexts_before, deep_traceback, frames_without_header, log_input, scanned,
-        xorshift,
+        step_lines, xorshift,
     };
     use coroner_rules::RuleSources;
 
@@ -586,6 +586,17 @@ mod tests {
         workers: usize,
         lens: (usize, usize),
     ) -> (Vec<String>, InputSummary) {
+        let (table, summary) = chunked_table(text, rules, workers, lens);
+        (table.digest(rules), summary)
+    }
+
+    /// The finding table and the summary of `text` scanned in chunks.
+    fn chunked_table(
+        text: impl Read,
+        rules: &RuleSet,
+        workers: usize,
+        lens: (usize, usize),
+    ) -> (FindingTable, InputSummary) {
         let mut table = FindingTable::for_input(0);
         let mut summary = InputSummary::new("log", InputKind::Log);
         scan_stream(
@@ -598,7 +609,7 @@ mod tests {
             &mut table,
             &mut summary,
         );
-        (table.digest(rules), summary)
+        (table, summary)
     }
 
     /// Fails unless `text` scanned in chunks on each (workers, chunk
@@ -678,9 +689,7 @@ mod tests {
     #[test]
     fn a_chunk_looks_back_past_its_cut() {
         let rules = builtin_rules();
-        let filler: String = (0..2000)
-            .map(|n| format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"))
-            .collect();
+        let filler = step_lines(2000);
         let frames = frames_without_header(300);
         let text = format!("{filler}{frames}");
         let want = whole(text.as_bytes(), &rules);
@@ -696,18 +705,7 @@ mod tests {
         let got = chunked_after(text.as_bytes(), &rules, 2, (first, 4 << 10));
         assert_same(&got, &want, "first chunk cut before the exception");
         // The lines shown before the exception line are the whole stream's.
-        let mut table = FindingTable::for_input(0);
-        let mut summary = InputSummary::new("log", InputKind::Log);
-        scan_stream(
-            &log_input(),
-            InputKind::Log,
-            text.as_bytes(),
-            2,
-            (first, 4 << 10),
-            &rules,
-            &mut table,
-            &mut summary,
-        );
+        let (table, _) = chunked_table(text.as_bytes(), &rules, 2, (first, 4 << 10));
         let (whole_table, _) = scanned(text.as_bytes(), &rules);
         let shown = contexts_before(whole_table, &rules);
         assert!(
@@ -726,9 +724,7 @@ mod tests {
     #[test]
     fn a_traceback_longer_than_chunks_is_kept_whole() {
         let rules = builtin_rules();
-        let filler: String = (0..2000)
-            .map(|n| format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"))
-            .collect();
+        let filler = step_lines(2000);
         let deep = deep_traceback(400);
         let text = format!("{filler}{deep}{filler}");
         let want = whole(text.as_bytes(), &rules);
@@ -1035,31 +1031,16 @@ opening line
         assert_same(&got, &want, "4 MiB, then 1 MiB chunks");
     }
 
-    /// A reader that gives `text` and then fails.
-    struct Failing<'a> {
-        text: &'a [u8],
-    }
-
-    impl Read for Failing<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            if self.text.is_empty() {
-                return Err(io::Error::other("corrupt frame"));
-            }
-            let n = buf.len().min(self.text.len()).min(1000);
-            buf[..n].copy_from_slice(&self.text[..n]);
-            self.text = &self.text[n..];
-            Ok(n)
-        }
-    }
-
     #[test]
     fn a_read_error_is_told_where_it_was_met_and_what_came_before_is_read() {
         let rules = builtin_rules();
         let text = log();
         let cut = text.len() * 2 / 3;
         let want = whole(
-            Failing {
+            Stepped {
                 text: &text.as_bytes()[..cut],
+                step: 1000,
+                fails: true,
             },
             &rules,
         );
@@ -1067,8 +1048,10 @@ opening line
         assert_eq!(want.1.errors[0].offset, Some(cut as u64));
         for chunk_len in [4 << 10, 50 << 10] {
             let got = chunked(
-                Failing {
+                Stepped {
                     text: &text.as_bytes()[..cut],
+                    step: 1000,
+                    fails: true,
                 },
                 &rules,
                 2,

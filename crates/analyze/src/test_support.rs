@@ -135,3 +135,10 @@ pub(crate) fn contexts_before(table: FindingTable, rules: &RuleSet) -> Vec<Vec<S
         })
         .collect()
 }
+
+/// `count` training-step lines, numbered from 0: filler that no rule reads.
+pub(crate) fn step_lines(count: usize) -> String {
+    (0..count)
+        .map(|n| format!("step {n} | loss 2.{n:04} | lr 3.0e-04\n"))
+        .collect()
+}
