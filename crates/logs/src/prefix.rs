@@ -33,9 +33,10 @@ pub struct Prefixed<'a> {
 /// `(VllmWorker rank=0 pid=4716) `, `(raylet) `) with the
 /// ` [repeated 3x across cluster]` Ray's log deduplication appends, a
 /// Markdown quote marker, vLLM's and SGLang's logging headers, Slurm's
-/// task label (`srun --label`: `3: `, the task number), Open MPI's
-/// `--tag-output` prefix (with `--timestamp-output`'s time), leading
-/// `[rankN]:` and `[<role>N]:` prefixes (in any order and number) and the
+/// task label (`srun --label`: `3: `, the task number; a Ray worker's tag
+/// may follow it), Open MPI's `--tag-output` prefix (with
+/// `--timestamp-output`'s time), leading `[rankN]:` and `[<role>N]:`
+/// prefixes (in any order and number) and the
 /// spaces after them, then a program's own `[rankN] ` tag (no colon, a
 /// space after it). The rank is the
 /// `[rankN]` one, else the label's, the role's, SGLang's `TP` number or
@@ -71,6 +72,12 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
     if let Some((task, after)) = slurm_label(rest) {
         role_rank = Some(task);
         rest = after;
+        // A Ray cluster started by `srun --label`: the driver's task label,
+        // then the tag of the Ray worker whose line the driver relays.
+        if let Some((tag_rank, after)) = ray_tag(rest) {
+            role_rank = tag_rank.or(role_rank);
+            rest = strip_ray_repeat(after);
+        }
     }
     if let Ok((after, number)) = mpi_tag(rest) {
         role_rank = number.or(role_rank);
@@ -818,6 +825,15 @@ mod tests {
             "(CriticModelRayActor pid=489290) Loading extension module cpu_adam... [repeated 3x across cluster]",
         );
         assert_eq!(p.rest, "Loading extension module cpu_adam...");
+        let p = strip_rank_prefix(
+            "0: (CommandActor pid=552, ip=10.0.0.2)   File \"/x/api.py\", line 8, in f",
+        );
+        assert_eq!(
+            (p.rank, p.rest),
+            (Some(0), "File \"/x/api.py\", line 8, in f")
+        );
+        let p = strip_rank_prefix("1: (VllmWorker rank=3 pid=4716) ERROR boom");
+        assert_eq!((p.rank, p.rest), (Some(3), "ERROR boom"));
         let p = strip_rank_prefix("(pid=1522026) [rank3]: RuntimeError: x");
         assert_eq!((p.rank, p.rest), (Some(3), "RuntimeError: x"));
         assert_eq!(
