@@ -46,8 +46,8 @@ const MAX_TEXT: usize = 200;
 pub enum Trigger {
     /// `faulthandler.dump_traceback_later` ran out: no progress for that long.
     Timeout,
-    /// A fatal signal (`Fatal Python error: Segmentation fault`): a crash,
-    /// not a hang.
+    /// A fatal signal (`Fatal Python error: Segmentation fault`, on Windows
+    /// `Windows fatal exception: access violation`): a crash, not a hang.
     Fatal,
     /// Asked for from outside: a registered signal, `py-spy dump`.
     OnDemand,
@@ -208,8 +208,14 @@ fn timeout(input: &str) -> IResult<&str, DumpLine<'_>> {
     .parse(input)
 }
 
+/// The line before a crash's dump: CPython's fatal error, or on Windows
+/// its report of an exception in native code.
 fn fatal(input: &str) -> IResult<&str, DumpLine<'_>> {
-    value(DumpLine::Fatal, (tag("Fatal Python error: "), rest)).parse(input)
+    let header = alt((
+        tag("Fatal Python error: "),
+        tag("Windows fatal exception: "),
+    ));
+    value(DumpLine::Fatal, (header, rest)).parse(input)
 }
 
 fn fault_thread(input: &str) -> IResult<&str, DumpLine<'_>> {
@@ -752,6 +758,13 @@ mod tests {
             "  File \"/srv/app/x.py\", line 5 in crash\n",
         ));
         assert_eq!(dumps[0].trigger, Trigger::Fatal);
+        let windows = read(concat!(
+            "Windows fatal exception: access violation\n",
+            "\n",
+            "Current thread 0x00003a2c (most recent call first):\n",
+            "  File \"C:\\train.py\", line 42 in forward\n",
+        ));
+        assert_eq!(windows[0].trigger, Trigger::Fatal);
         assert!(read(
             "use faulthandler.dump_traceback (most recent call first) here\nmain (x.py:3)\n"
         )
