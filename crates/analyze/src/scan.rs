@@ -786,9 +786,6 @@ impl TextScan<'_> {
         let indent = self.indent.unwrap_or_default();
         let cleaned = lossy(clean_line(raw, &mut self.cleaned));
         let text = dedent(&cleaned, indent.outer).to_owned();
-        if feed == Feed::All && text.bytes().any(|b| !b.is_ascii_whitespace()) {
-            self.text_line = number;
-        }
         let table = &mut *self.table;
         self.open_after
             .retain(|&slot| table.add_after(slot, &text, CONTEXT_LINES));
@@ -798,6 +795,10 @@ impl TextScan<'_> {
             rest: dedent(prefixed.rest, indent.inner),
             ..prefixed
         };
+        // A collector's or launcher's prefix alone is an empty line.
+        if feed == Feed::All && !prefixed.rest.trim().is_empty() {
+            self.text_line = number;
+        }
         let spawned = self.spawned_rank(number, &prefixed);
         let own_rank = prefixed.rank.or(spawned);
         let tracebacks_read = self.read_tracebacks.len();
@@ -1024,11 +1025,15 @@ impl Candidates {
 
 /// Whether a line holds text once cleaned as every line is: more than
 /// spaces, quote markers, escape sequences and a page's no-break spaces,
-/// the blank lines a paste often ends with.
+/// the blank lines a paste often ends with, and more than the prefix a
+/// collector or launcher puts on every line (`kubectl logs --timestamps`
+/// stamps the program's empty lines too).
 fn has_text(raw: &[u8], scratch: &mut Vec<u8>) -> bool {
-    clean_line(raw, scratch)
-        .iter()
-        .any(|b| !b.is_ascii_whitespace())
+    let cleaned = clean_line(raw, scratch);
+    if cleaned.iter().all(u8::is_ascii_whitespace) {
+        return false;
+    }
+    !strip_rank_prefix(&lossy(cleaned)).rest.trim().is_empty()
 }
 
 /// Where the last line of `region` (whole lines) that holds text starts,
@@ -1095,14 +1100,15 @@ mod tests {
     }
 
     /// The blank lines a paste ends with (spaces, empty quotes, a page's
-    /// escaped quote or no-break space, a lone escape sequence) are counted
+    /// escaped quote or no-break space, a lone escape sequence, a
+    /// collector's time or a rank's prefix with nothing after it) are counted
     /// as lines but not as lines with text, whether the last text is in a
     /// line looked at or in lines skipped unread; a prompt is text.
     #[test]
     fn a_pastes_trailing_blank_lines_are_not_text() {
         let rules = builtin_rules();
         let error = "RuntimeError: CUDA error: an illegal memory access was encountered\n";
-        let blank = "\n   \n> \n>\n&gt; \n\u{a0}\n\x1b[0m\n\x0c\n";
+        let blank = "\n   \n> \n>\n&gt; \n\u{a0}\n\x1b[0m\n\x0c\n2024-03-01T10:11:12.123456789Z \n[rank0]:\n";
         for (log, last) in [
             (format!("step 1\nstep 2\n{error}{blank}"), 3),
             (format!("{error}step 1\nstep 2\n{blank}"), 3),
