@@ -36,9 +36,8 @@ pub struct Prefixed<'a> {
 /// task label (`srun --label`: `3: `, the task number; a Ray worker's tag
 /// may follow it), Open MPI's `--tag-output` prefix (with
 /// `--timestamp-output`'s time), leading `[rankN]:` and `[<role>N]:`
-/// prefixes (in any order and number) and the
-/// spaces after them, then a program's own `[rankN] ` tag (no colon, a
-/// space after it). The rank is the
+/// prefixes (in any order and number) and the spaces after them, then a
+/// program's own `[rankN] ` tag (no colon, a space after it). The rank is the
 /// `[rankN]` one, else the label's, the role's, SGLang's `TP` number or
 /// the Ray tag's `rank=` (or vLLM's `Worker_TPn`) number.
 pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
@@ -53,7 +52,7 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
     let mut role_rank = None;
     if let Some((tag_rank, after)) = ray_tag(rest) {
         role_rank = tag_rank;
-        rest = strip_ray_repeat(after);
+        rest = after;
     }
     // A Markdown quote marker a time or a logging setup's prefix put
     // further in (`... - INFO - > building GPT2 tokenizer`): as at the
@@ -76,7 +75,7 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
         // then the tag of the Ray worker whose line the driver relays.
         if let Some((tag_rank, after)) = ray_tag(rest) {
             role_rank = tag_rank.or(role_rank);
-            rest = strip_ray_repeat(after);
+            rest = after;
         }
     }
     if let Ok((after, number)) = mpi_tag(rest) {
@@ -449,7 +448,8 @@ fn date_time<'a>(
 /// Ray's tag in front of a worker's, an actor's or the raylet's lines:
 /// `(` then words, `key=value` pairs and commas naming a process with a
 /// `pid=`, or `raylet`, then `) `. The `rank=` number, when there is one
-/// (vLLM's workers), and what follows the tag.
+/// (vLLM's workers), and what follows the tag, without the suffix of Ray's
+/// log deduplication.
 fn ray_tag(s: &str) -> Option<(Option<u32>, &str)> {
     let parsed: IResult<&str, &str> = delimited(
         char('('),
@@ -486,7 +486,7 @@ fn ray_tag(s: &str) -> Option<(Option<u32>, &str)> {
         .clone()
         .find_map(|w| w.strip_prefix("rank=")?.parse::<u32>().ok())
         .or_else(|| words.find_map(tp_rank));
-    Some((rank, rest.trim_start_matches(' ')))
+    Some((rank, strip_ray_repeat(rest.trim_start_matches(' '))))
 }
 
 /// `s` without the ` [repeated 3x across cluster]` that Ray's log
