@@ -24,6 +24,7 @@ mod processes;
 mod ranks;
 pub mod root_cause;
 mod scan;
+mod spacing;
 mod split;
 mod stacks;
 mod stream_split;

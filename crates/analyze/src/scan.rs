@@ -16,6 +16,7 @@ use crate::findings::{EvidenceSlot, FindingTable, MAX_EVIDENCE_CHARS};
 use crate::pasted::{
     continues_line, dedent, shared_indent, unwrapped, unwrapped_end, wrap_width, Indent,
 };
+use crate::spacing::{double_spaced, Spacing, SPACED_BYTES};
 use coroner_ingest::{clean_line, has_web_text, lossy, Block, BlockReader, MAX_LINE};
 use coroner_logs::{
     continues_message, embedded_message, spawned_process, strip_rank_prefix, Prefixed,
@@ -176,6 +177,9 @@ struct TextScan<'a> {
     /// The width at which a terminal or a paste cut the input's lines,
     /// decided with `indent`: the lines it cut are read put back together.
     wrap: Option<usize>,
+    /// Set, with `indent`, for a double-spaced paste: its added blank
+    /// lines are left out, and `line` counts the lines read.
+    spacing: Option<Spacing>,
 }
 
 /// The lines of a message kept to be matched joined with the next: a
@@ -396,6 +400,7 @@ pub(crate) fn scan_part(
         // lines as they are: what is found never depends on the cuts.
         indent: (part.offset != 0 || part.live || part.after.is_some()).then(Indent::default),
         wrap: None,
+        spacing: None,
     };
     scan.remember_lead(&part.lead);
     loop {
@@ -415,8 +420,14 @@ pub(crate) fn scan_part(
         }
     }
     summary.bytes = blocks.offset();
-    summary.lines = scan.line;
-    summary.last_text_line = scan.text_line;
+    summary.lines = scan.line + scan.spacing.as_ref().map_or(0, Spacing::left_out);
+    summary.last_text_line = scan.input_line(scan.text_line);
+    if scan.spacing.is_some() {
+        summary.double_spaced = true;
+        summary.notes.push(
+            "read as a double-spaced paste: the blank line after each line was left out".to_owned(),
+        );
+    }
     let open_at_end = scan.tracebacks.is_open()
         || scan.stacks.is_open()
         || scan.desyncs.is_open()
@@ -434,6 +445,9 @@ pub(crate) fn scan_part(
         ));
     }
     scan.stacks.finish(&mut scan.read_stacks);
+    scan.desyncs.finish(&mut scan.read_desyncs);
+    scan.stalls.finish(&mut scan.read_stalls);
+    scan.renumber_reads();
     let interrupted = scan
         .read_tracebacks
         .iter()
@@ -441,10 +455,8 @@ pub(crate) fn scan_part(
     scan.read_stacks.extend(interrupted);
     let dumps = std::mem::take(&mut scan.read_stacks);
     scan.table.add_stack_dumps(&input.display, dumps);
-    scan.desyncs.finish(&mut scan.read_desyncs);
     let desyncs = std::mem::take(&mut scan.read_desyncs);
     scan.table.add_desyncs(&input.display, desyncs);
-    scan.stalls.finish(&mut scan.read_stalls);
     let stalls = std::mem::take(&mut scan.read_stalls);
     scan.table.add_stall_reports(&input.display, stalls);
     let tracebacks: Vec<_> = scan
@@ -464,6 +476,31 @@ pub(crate) fn scan_part(
 }
 
 impl TextScan<'_> {
+    /// The input's number of the line read as `line` (they differ in a
+    /// double-spaced paste).
+    fn input_line(&self, line: u64) -> u64 {
+        self.spacing.as_ref().map_or(line, |s| s.input_line(line))
+    }
+
+    /// Numbers what the readers read back to the input's lines.
+    fn renumber_reads(&mut self) {
+        let Some(spacing) = &self.spacing else {
+            return;
+        };
+        for t in &mut self.read_tracebacks {
+            spacing.renumber_traceback(&mut t.traceback);
+        }
+        for d in &mut self.read_stacks {
+            spacing.renumber_stack_dump(d);
+        }
+        for d in &mut self.read_desyncs {
+            spacing.renumber_desync(d);
+        }
+        for r in &mut self.read_stalls {
+            spacing.renumber_stall(r);
+        }
+    }
+
     /// Tells the caller about a finding seen for the first time (`slot`
     /// is its first evidence).
     fn announce(&self, slot: Option<EvidenceSlot>) {
@@ -524,7 +561,8 @@ impl TextScan<'_> {
             _ => bytes.len() / METRIC_SAMPLES_PER_BLOCK,
         };
         let mut pos = 0;
-        let mut number = self.line + 1;
+        // The lines are counted as the input has them.
+        let mut number = self.line + self.spacing.as_ref().map_or(0, Spacing::left_out) + 1;
         while pos < bytes.len() {
             let end = line_end(bytes, pos);
             self.offer_metric_line(&bytes[pos..end], number);
@@ -565,9 +603,16 @@ impl TextScan<'_> {
         if self.indent.is_none() {
             let indent = shared_indent(bytes);
             self.indent = Some(indent);
-            self.wrap = wrap_width(bytes, indent.outer);
+            self.spacing = double_spaced(bytes).then(Spacing::default);
+            if self.spacing.is_none() {
+                self.wrap = wrap_width(bytes, indent.outer);
+            }
         }
         self.sample_metrics(bytes);
+        if self.spacing.is_some() && offset < SPACED_BYTES {
+            self.spaced_block(bytes, offset);
+            return;
+        }
         if let Some(width) = self.wrap.filter(|_| offset < UNWRAPPED_BYTES) {
             self.unwrapped_block(bytes, offset, width);
             return;
@@ -621,6 +666,30 @@ impl TextScan<'_> {
                 self.handle_line(raw, offset + pos as u64, false);
             }
             self.line += lines - 1;
+            pos = end + 1;
+        }
+    }
+
+    /// Scans a block of a double-spaced paste, every line looked at: the
+    /// blank lines the paste added are left out.
+    fn spaced_block(&mut self, bytes: &[u8], offset: u64) {
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let end = line_end(bytes, pos);
+            let raw = &bytes[pos..end];
+            let blank = clean_line(raw, &mut self.cleaned).trim_ascii().is_empty();
+            let next = self.line + 1;
+            let read = match &mut self.spacing {
+                Some(spacing) if blank => !spacing.blank(next),
+                Some(spacing) => {
+                    spacing.text();
+                    true
+                }
+                None => true,
+            };
+            if read {
+                self.handle_line(raw, offset + pos as u64, false);
+            }
             pos = end + 1;
         }
     }
@@ -915,9 +984,10 @@ impl TextScan<'_> {
             // Only a job's own lines: not the text coroner writes of cores.
             if feed == Feed::All && !quiet && self.metrics.is_some() {
                 let position = self.table.input();
+                let at = self.input_line(number);
                 self.table
                     .unread
-                    .note(prefixed.rest, &text, self.input, position, number);
+                    .note(prefixed.rest, &text, self.input, position, at);
             }
             return;
         }
@@ -958,9 +1028,17 @@ impl TextScan<'_> {
                     continue;
                 }
             }
-            let slot = self
-                .table
-                .record(m, self.input, self.input_rank, |n| recent.context(n));
+            // Evidence is numbered as the input has it; its context is
+            // what the readers saw around it.
+            let spacing = self.spacing.as_ref();
+            if let Some(spacing) = spacing {
+                for l in &mut m.lines {
+                    l.number = spacing.input_line(l.number);
+                }
+            }
+            let slot = self.table.record(m, self.input, self.input_rank, |n| {
+                recent.context(spacing.map_or(n, |s| s.read_line(n)))
+            });
             self.announce(slot);
             if let Some(slot) = slot {
                 if anchor_line == number {
@@ -1154,6 +1232,49 @@ mod tests {
         for copy in [quoted, escaped, linked, indented] {
             assert_eq!(digest(copy.as_bytes(), &rules), plain, "{copy}");
         }
+    }
+
+    /// A log pasted with a blank line after every line is read as the log:
+    /// the same findings, from messages that go on over a second line and
+    /// from tracebacks, with the pasted copy's own line numbers.
+    #[test]
+    fn a_double_spaced_paste_reads_as_the_log() {
+        let rules = builtin_rules();
+        let log = "Traceback (most recent call last):\n  File \"/w/train.py\", line 9, in <module>\n    trainer = Trainer(gpus=[1])\npytorch_lightning.utilities.exceptions.MisconfigurationException: You requested GPUs: [1]\n But your machine only has: []\n\nTraceback (most recent call last):\n  File \"/w/train.py\", line 9, in <module>\n    main()\nRuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, unhandled cuda error, NCCL version 2.14.3\nncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'out of memory'\n";
+        let spaced: String = log.lines().map(|l| format!("{l}\n\n")).collect();
+        let read = |text: &str| {
+            let findings = scanned(text.as_bytes(), &rules).0.into_findings(&rules);
+            let mut seen: Vec<(String, Vec<u64>, Vec<u64>)> = findings
+                .iter()
+                .map(|f| {
+                    let lines = f.evidence.iter().map(|e| e.line).collect();
+                    let exceptions = f
+                        .traceback
+                        .iter()
+                        .flat_map(|t| &t.exceptions)
+                        .map(|e| e.line)
+                        .collect();
+                    (f.rule.clone(), lines, exceptions)
+                })
+                .collect();
+            seen.sort();
+            seen
+        };
+        let plain = read(log);
+        assert!(plain
+            .iter()
+            .any(|(rule, ..)| rule == "lightning-requested-gpu-none-visible"));
+        // Line n of the log is line 2n - 1 of its double-spaced copy; the
+        // log's own blank line (6) is read from the second blank line of
+        // the three that stand for it.
+        let moved = |lines: &Vec<u64>| lines.iter().map(|n| 2 * n - 1).collect::<Vec<_>>();
+        let expected: Vec<_> = plain
+            .iter()
+            .map(|(rule, lines, exceptions)| (rule.clone(), moved(lines), moved(exceptions)))
+            .collect();
+        assert_eq!(read(&spaced), expected);
+        let crlf = spaced.replace('\n', "\r\n");
+        assert_eq!(read(&crlf), expected);
     }
 
     /// A line cut at a wrap width inside a number or a word, before or

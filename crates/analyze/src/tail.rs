@@ -14,10 +14,10 @@ pub(crate) fn keep_at_end(findings: &mut Vec<Finding>, rules: &RuleSet, inputs: 
             return true;
         };
         let input = &f.first_seen.input;
-        let Some(lines) = inputs
+        let Some((lines, step)) = inputs
             .iter()
             .find(|i| &i.path == input)
-            .map(|i| i.last_text_line)
+            .map(|i| (i.last_text_line, if i.double_spaced { 2 } else { 1 }))
         else {
             return true;
         };
@@ -28,6 +28,6 @@ pub(crate) fn keep_at_end(findings: &mut Vec<Finding>, rules: &RuleSet, inputs: 
             .map(|e| e.line)
             .max()
             .unwrap_or(f.first_seen.line);
-        last.saturating_add(tail) > lines
+        last.saturating_add(tail.saturating_mul(step)) > lines
     });
 }

@@ -252,6 +252,11 @@ pub struct InputSummary {
     /// Not part of the report.
     #[serde(skip)]
     pub last_text_line: u64,
+    /// Whether it was read as a double-spaced paste (a blank line after
+    /// every line of the log): its lines stand twice as far apart.
+    /// Not part of the report.
+    #[serde(skip)]
+    pub double_spaced: bool,
     /// Rank the whole input belongs to, when its name says so.
     pub rank: Option<u32>,
     /// Problems reading it; the rest of the input, and the other inputs,
@@ -280,6 +285,7 @@ impl InputSummary {
             bytes: 0,
             lines: 0,
             last_text_line: 0,
+            double_spaced: false,
             rank: None,
             errors: Vec::new(),
             notes: Vec::new(),
