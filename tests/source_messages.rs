@@ -7,7 +7,7 @@
 use crate::util::{builtin_rules, root, Scratch};
 
 /// Messages of the list named right (either form), as measured.
-const FLOOR: usize = 2433;
+const FLOOR: usize = 2434;
 
 struct Message {
     framework: String,
@@ -39,7 +39,7 @@ fn messages() -> Vec<Message> {
 #[test]
 fn the_frameworks_fatal_messages_are_read_by_meaning() {
     let messages = messages();
-    assert!(messages.len() >= 2701, "{} messages", messages.len());
+    assert!(messages.len() >= 2702, "{} messages", messages.len());
     for m in &messages {
         assert!(
             m.category.parse::<coroner_model::Category>().is_ok(),
