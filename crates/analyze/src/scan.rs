@@ -420,7 +420,7 @@ pub(crate) fn scan_part(
         }
     }
     summary.bytes = blocks.offset();
-    summary.lines = scan.line + scan.spacing.as_ref().map_or(0, Spacing::left_out);
+    summary.lines = scan.input_lines();
     summary.last_text_line = scan.input_line(scan.text_line);
     if scan.spacing.is_some() {
         summary.double_spaced = true;
@@ -480,6 +480,12 @@ impl TextScan<'_> {
     /// double-spaced paste).
     fn input_line(&self, line: u64) -> u64 {
         self.spacing.as_ref().map_or(line, |s| s.input_line(line))
+    }
+
+    /// The input's lines passed so far: those read, and the blank lines a
+    /// double-spaced paste added.
+    fn input_lines(&self) -> u64 {
+        self.line + self.spacing.as_ref().map_or(0, Spacing::left_out)
     }
 
     /// Numbers what the readers read back to the input's lines.
@@ -562,7 +568,7 @@ impl TextScan<'_> {
         };
         let mut pos = 0;
         // The lines are counted as the input has them.
-        let mut number = self.line + self.spacing.as_ref().map_or(0, Spacing::left_out) + 1;
+        let mut number = self.input_lines() + 1;
         while pos < bytes.len() {
             let end = line_end(bytes, pos);
             self.offer_metric_line(&bytes[pos..end], number);

@@ -37,6 +37,11 @@ pub(crate) fn double_spaced(bytes: &[u8]) -> bool {
         if has_text {
             text_lines += 1;
             adjacent += usize::from(after_text);
+            // Past this many, no sample is double-spaced: nearly every
+            // log stops here, within its first few dozen lines.
+            if adjacent * ADJACENT_ONE_IN > SAMPLE_LINES {
+                return false;
+            }
         }
         after_text = has_text;
     }
@@ -96,38 +101,47 @@ impl Spacing {
         line - i.checked_sub(1).map_or(0, |i| self.steps[i].1)
     }
 
+    /// Numbers `line`, as the readers saw it, back to the input's line.
+    fn renumber(&self, line: &mut u64) {
+        *line = self.input_line(*line);
+    }
+
     /// Numbers what a traceback reader read back to the input's lines.
     pub(crate) fn renumber_traceback(&self, traceback: &mut Traceback) {
         for e in &mut traceback.exceptions {
-            e.line = self.input_line(e.line);
+            self.renumber(&mut e.line);
         }
     }
 
     pub(crate) fn renumber_stack_dump(&self, dump: &mut StackDump) {
-        dump.line = self.input_line(dump.line);
+        self.renumber(&mut dump.line);
         for thread in &mut dump.threads {
-            thread.line = self.input_line(thread.line);
-            for (line, _) in &mut thread.frame_lines {
-                *line = self.input_line(*line);
-            }
+            self.renumber(&mut thread.line);
+            thread
+                .frame_lines
+                .iter_mut()
+                .for_each(|(line, _)| self.renumber(line));
         }
     }
 
     pub(crate) fn renumber_desync(&self, snapshot: &mut DesyncSnapshot) {
-        snapshot.line = self.input_line(snapshot.line);
-        for group in &mut snapshot.groups {
-            group.line = self.input_line(group.line);
-        }
+        self.renumber(&mut snapshot.line);
+        snapshot
+            .groups
+            .iter_mut()
+            .for_each(|g| self.renumber(&mut g.line));
     }
 
     pub(crate) fn renumber_stall(&self, report: &mut StallReport) {
-        report.line = self.input_line(report.line);
-        for entry in &mut report.entries {
-            entry.line = self.input_line(entry.line);
-        }
-        for (line, _) in &mut report.lines {
-            *line = self.input_line(*line);
-        }
+        self.renumber(&mut report.line);
+        report
+            .entries
+            .iter_mut()
+            .for_each(|e| self.renumber(&mut e.line));
+        report
+            .lines
+            .iter_mut()
+            .for_each(|(line, _)| self.renumber(line));
     }
 }
 
