@@ -1,26 +1,22 @@
 //! The block-wide search for rule literals.
 //!
-//! A SIMD multi-substring search (Teddy, aho-corasick's packed searcher)
-//! runs over a whole block of lines looking for *fingerprints*, short
-//! pieces of the literals. Where one occurs, the literals holding it are
+//! A multi-substring search runs over a whole block of lines looking for
+//! *fingerprints*, short pieces of the literals: SIMD Teddy
+//! (aho-corasick's packed searcher) for up to 64 of them, the hashed
+//! search of [`crate::hashed`] for more. Where one occurs, the literals holding it are
 //! compared with the text around it, byte for byte; only a confirmed
 //! literal stops the search. So a fingerprint that is common in some log
 //! (`s no`, from every "is not" and "was not") costs a few byte
 //! comparisons per occurrence, not a look at the whole line.
 
 use crate::buckets::{order_for_buckets, NibbleShares};
+use crate::hashed::Hashed;
 use aho_corasick::packed;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Input, MatchKind};
 use std::collections::HashMap;
 
 /// Most fingerprints one Teddy searcher takes.
 pub(crate) const TEDDY_MAX: usize = 64;
-/// Teddy searchers used at most for one kind of literal; past that many
-/// fingerprints, one DFA is faster than so many passes. (Measured on a
-/// 1 GB training log with 600 rules: four passes of the 250 rarest
-/// fingerprints take 1.75 s of CPU, one DFA over them 3.6–4.1 s, and the
-/// three passes of commoner ones that 569 rules needed 1.8–1.9 s.)
-const TEDDY_PASSES: usize = 4;
 
 /// A literal to confirm.
 #[derive(Debug, Clone)]
@@ -139,12 +135,14 @@ impl Holders {
 enum Engine {
     Teddy(packed::Searcher),
     Dfa(AhoCorasick),
+    Hashed(Hashed),
 }
 
 impl BlockSearch {
     /// Searches for `prints`, each confirmed against the `literals` holding
-    /// it (`folded`: in the lowercased text): Teddy, in passes of up to 64
-    /// fingerprints, or one DFA when there are too many.
+    /// it (`folded`: in the lowercased text), in one pass: Teddy for up to
+    /// 64 fingerprints, the hashed search for more (a DFA should neither
+    /// build).
     pub(crate) fn build(
         prints: &[Vec<u8>],
         literals: &[Literal],
@@ -157,23 +155,18 @@ impl BlockSearch {
         let search = |engine: Engine, prints: Vec<Vec<u8>>| {
             BlockSearch::new(engine, prints, literals.to_vec(), folded)
         };
-        if prints.len() <= TEDDY_MAX * TEDDY_PASSES {
-            let teddies: Option<Vec<BlockSearch>> = prints
-                .chunks(TEDDY_MAX)
-                .map(|chunk| {
-                    let ordered = order_for_buckets(chunk, shares);
-                    let mut builder = packed::Config::new()
-                        .match_kind(packed::MatchKind::LeftmostFirst)
-                        .builder();
-                    builder.extend(&ordered);
-                    builder
-                        .build()
-                        .map(|s| search(Engine::Teddy(s), ordered.clone()))
-                })
-                .collect();
-            if let Some(teddies) = teddies {
-                return teddies;
+        if prints.len() <= TEDDY_MAX {
+            let ordered = order_for_buckets(prints, shares);
+            let mut builder = packed::Config::new()
+                .match_kind(packed::MatchKind::LeftmostFirst)
+                .builder();
+            builder.extend(&ordered);
+            if let Some(teddy) = builder.build() {
+                return vec![search(Engine::Teddy(teddy), ordered)];
             }
+        }
+        if let Some(hashed) = Hashed::new(prints) {
+            return vec![search(Engine::Hashed(hashed), prints.to_vec())];
         }
         AhoCorasickBuilder::new()
             .kind(Some(AhoCorasickKind::DFA))
@@ -295,6 +288,7 @@ impl BlockSearch {
                 }
                 None
             }
+            Engine::Hashed(h) => h.each_hit(haystack, from, visit),
             Engine::Dfa(ac) => {
                 // Overlapping matches, in order of their ends: every
                 // occurrence of every fingerprint is seen.

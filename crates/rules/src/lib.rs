@@ -28,6 +28,7 @@ mod block_search;
 mod buckets;
 mod condition;
 mod error;
+mod hashed;
 mod matcher;
 mod prefilter;
 mod rule;

@@ -1,6 +1,6 @@
 //! The literal prefilter: which lines can match which rules.
 //!
-//! Two stages. Over a whole block of lines, a SIMD multi-substring search
+//! Two stages. Over a whole block of lines, a multi-substring search
 //! ([`BlockSearch`]) looks for short *fingerprints*: four-byte pieces
 //! chosen so that every literal contains one and that ordinary log text
 //! rarely does, each hit confirmed by comparing the literals that hold the
@@ -15,11 +15,13 @@
 //! Fingerprints are picked by a weighted set cover: a piece shared by many
 //! literals is cheap, a piece that is common in a sample of healthy logs
 //! (`background.txt`: NCCL INFO lines, dmesg, nvidia-smi, metric lines) is
-//! dear, and every piece costs a little more until the cover fits one Teddy
-//! pass of 64 fingerprints (one pass with a few more hits to confirm is far
-//! cheaper than two). Past four passes the block search is one
-//! Aho-Corasick DFA over the fingerprints, whose speed barely depends on how
-//! many there are.
+//! dear. A few rules' literals fit one Teddy pass of 64 fingerprints:
+//! every piece then costs a little more until the cover fits (one pass with
+//! a few more hits to confirm is far cheaper than two). A larger set's
+//! rarest cover (a few hundred pieces) is searched in one hashed pass,
+//! whose speed barely depends on how many there are; a piece whose
+//! three-byte halves are common costs more there, as the hashed search
+//! looks those up first.
 
 use crate::block_search::{BlockSearch, Literal, TEDDY_MAX};
 use crate::buckets::NibbleShares;
@@ -148,35 +150,37 @@ impl Prefilter {
     }
 }
 
+/// Cost of one occurrence of a piece in the background sample: each costs
+/// a stop of the search and a look at the literals holding the piece.
+const COUNT_COST: u64 = 1000;
+/// Cost of one occurrence of either three-byte half of a piece in the
+/// background sample: in the hashed search, each costs two table lookups.
+const HALF_COST: u64 = 50;
+
 /// Extra cost of each fingerprint, tried in turn until the cover fits one
 /// Teddy searcher: the higher, the more a piece shared by many literals is
 /// preferred to rarer ones. One pass over a block with a few more hits to
 /// check costs far less than a second pass (measured on a 1 GB training
 /// log: 58 fingerprints in one pass search it twice as fast as the 115
 /// rarest in two).
-const PRINT_COSTS: [u64; 6] = [0, 250, 500, 1000, 2000, 4000];
+const PRINT_COSTS: [u64; 6] = [0, 2_500, 5_000, 10_000, 20_000, 40_000];
 
-/// Fingerprints covering every literal: of the covers made with each of
-/// [`PRINT_COSTS`], the cheapest of those that need the fewest Teddy
-/// passes. With about 300 rules no cover of rare enough pieces fits one
-/// pass: the cover of cost 32 000 that does (63 common pieces) scans a
-/// 300 MB log in 0.7 s, two passes of 107 rarer ones in 0.35 s, three of
-/// the 174 rarest in 0.41 s.
+/// Fingerprints covering every literal: the cheapest of the covers made
+/// with each of [`PRINT_COSTS`] that fits one Teddy pass, else the rarest
+/// cover, for the hashed search. (With 1 127 rules: 368 pieces in one
+/// hashed pass search a 300 MB training log in about three quarters of the
+/// CPU time that four Teddy passes of the 249 commonest-but-fewest took.)
 fn fingerprints(literals: &[Vec<u8>], background: &[u8]) -> Vec<Vec<u8>> {
     let pieces = Pieces::new(literals, background);
-    let covers: Vec<Vec<Vec<u8>>> = PRINT_COSTS
-        .iter()
-        .map(|&extra| pieces.cover(extra))
-        .collect();
-    // The fewest passes, then the rarest pieces: a cover that needs a
-    // higher cost to fit one pass less is taken only when the cheaper ones
-    // need more.
-    let passes = |c: &Vec<Vec<u8>>| c.len().div_ceil(TEDDY_MAX);
-    let fewest = covers.iter().map(passes).min().unwrap_or(0);
-    covers
-        .into_iter()
-        .find(|c| passes(c) == fewest)
-        .unwrap_or_default()
+    let mut rarest = None;
+    for &extra in &PRINT_COSTS {
+        let cover = pieces.cover(extra);
+        if cover.len() <= TEDDY_MAX {
+            return cover;
+        }
+        rarest.get_or_insert(cover);
+    }
+    rarest.unwrap_or_default()
 }
 
 /// The literals' four-byte pieces (a literal shorter than that is its own
@@ -209,6 +213,27 @@ impl<'l> Pieces<'l> {
                 u32::try_from(n).unwrap_or(u32::MAX)
             }
         };
+        let mut triples: Vec<[u8; 3]> = background
+            .windows(3)
+            .filter_map(|w| w.try_into().ok())
+            .collect();
+        triples.sort_unstable();
+        let halves = |piece: &[u8]| -> u64 {
+            let count = |half: &[u8]| -> u64 {
+                let Ok(key) = <[u8; 3]>::try_from(half) else {
+                    return 0;
+                };
+                let from = triples.partition_point(|w| *w < key);
+                let to = triples.partition_point(|w| *w <= key);
+                (to - from) as u64
+            };
+            match (piece.get(..3), piece.get(1..)) {
+                (Some(first), Some(last)) if piece.len() == FINGERPRINT_LEN => {
+                    count(first) + count(last)
+                }
+                _ => 0,
+            }
+        };
         let mut holders: HashMap<&[u8], Vec<usize>> = HashMap::new();
         for (i, lit) in literals.iter().enumerate() {
             let pieces: HashSet<&[u8]> = if lit.len() <= FINGERPRINT_LEN {
@@ -222,7 +247,10 @@ impl<'l> Pieces<'l> {
         }
         let mut pieces: Vec<(&[u8], u64, Vec<usize>)> = holders
             .into_iter()
-            .map(|(p, lits)| (p, u64::from(count(p)) * 100 + commonness(p), lits))
+            .map(|(p, lits)| {
+                let cost = u64::from(count(p)) * COUNT_COST + halves(p) * HALF_COST;
+                (p, cost + commonness(p), lits)
+            })
             .collect();
         pieces.sort_by(|a, b| a.0.cmp(b.0));
         Pieces {
