@@ -128,6 +128,71 @@ fn copies_of_wild_logs_get_the_answer_the_logs_get() {
     );
 }
 
+/// Copies that change the bytes of a whole log: written by Windows
+/// PowerShell 5 (UTF-16 LE with its byte order mark, CRLF), kept by Docker's
+/// `json-file` log driver (one JSON object per line), and relayed by a Ray
+/// worker (its tag in front of every line, before any prefix the log had).
+const ENCODED: [(&str, Change); 3] = [
+    ("powershell", |text| {
+        let crlf = text.replace("\r\n", "\n").replace('\n', "\r\n");
+        let mut bytes = vec![0xff, 0xfe];
+        for unit in crlf.encode_utf16() {
+            bytes.extend_from_slice(&unit.to_le_bytes());
+        }
+        // `Change` gives text: the bytes are carried in a string of
+        // chars below 256, one per byte, and written back one per byte.
+        bytes.into_iter().map(char::from).collect()
+    }),
+    ("docker", |text| {
+        text.lines()
+            .map(|line| {
+                let object = serde_json::json!({
+                    "log": format!("{line}\n"),
+                    "stream": "stderr",
+                    "time": "2024-03-01T10:11:12.123456789Z",
+                });
+                format!("{object}\n")
+            })
+            .collect()
+    }),
+    ("ray", |text| {
+        text.lines()
+            .map(|line| format!("(RayTrainWorker pid=4242, ip=10.0.0.7) {line}\n"))
+            .collect()
+    }),
+];
+
+#[test]
+fn encoded_copies_of_wild_logs_get_the_answer_the_logs_get() {
+    let rules = crate::util::builtin_rules();
+    let dir = std::env::temp_dir().join(format!("coroner-encoded-{}", std::process::id()));
+    let sample: Vec<_> = cases().into_iter().step_by(SAMPLE).collect();
+    let mut differ = Vec::new();
+    for case in &sample {
+        let paths = log_paths(case);
+        let pasted = answer(&paths, &rules);
+        for (name, change) in ENCODED {
+            let copy = |bytes: &[u8]| -> Vec<u8> {
+                let copied = change(&String::from_utf8_lossy(bytes));
+                if name == "powershell" {
+                    copied.chars().map(|c| c as u8).collect()
+                } else {
+                    copied.into_bytes()
+                }
+            };
+            let got = answer_of_copies(&paths, &dir.join(name).join(&case.id), &copy, &rules);
+            if got != pasted {
+                differ.push(format!(
+                    "{} {name}: {pasted:?} as pasted, {got:?} copied",
+                    case.id
+                ));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
 /// A training loop as users paste it above its output: its strings name
 /// the failures it handles, and none of them happened.
 const PASTED_CODE: &str = r#"import os

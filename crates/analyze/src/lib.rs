@@ -249,7 +249,7 @@ fn splittable<'a>(
     };
     // The size is looked up only where parts are to be had: not for each
     // of a directory of many files.
-    if parts <= 1 || opened.compression.is_some() {
+    if parts <= 1 || !opened.is_verbatim() {
         return None;
     }
     let size = std::fs::metadata(path).ok()?.len();
@@ -296,6 +296,7 @@ fn analyze_input(
     let mut summary = InputSummary {
         compression: opened.compression.map(|c| c.as_str().to_owned()),
         rank: input.rank,
+        notes: opened.decoding_notes(),
         ..InputSummary::new(input.display.clone(), opened.kind)
     };
     match opened.kind {
@@ -334,8 +335,8 @@ fn analyze_input(
                     // chunks on the cores left over, less one that
                     // decompresses; not a GPU monitoring csv, whose header
                     // only the first chunk holds.
-                    let stream = !matches!(input.source, InputSource::File(_))
-                        || opened.compression.is_some();
+                    let stream =
+                        !matches!(input.source, InputSource::File(_)) || !opened.is_verbatim();
                     let workers = plan.parts - usize::from(opened.compression.is_some());
                     let chunked = stream
                         && kind != InputKind::NvidiaSmi
@@ -355,7 +356,7 @@ fn analyze_input(
                             (None, InputSource::Stdin | InputSource::Pipe(_)) => {
                                 Box::new(Prefetch::new(opened.reader))
                             }
-                            (None, _) if opened.compression.is_some() => {
+                            (None, _) if !opened.is_verbatim() => {
                                 Box::new(Prefetch::new(opened.reader))
                             }
                             _ => opened.reader,

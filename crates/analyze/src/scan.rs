@@ -877,8 +877,9 @@ impl TextScan<'_> {
         let spawned = self.spawned_rank(number, &prefixed);
         let own_rank = prefixed.rank.or(spawned);
         let tracebacks_read = self.read_tracebacks.len();
+        let indented = indented_after_prefix(&text, prefixed.rest);
         self.tracebacks.feed(
-            prefixed.rest,
+            indented.as_deref().unwrap_or(prefixed.rest),
             own_rank.or(self.input_rank),
             number,
             feed == Feed::All,
@@ -1133,6 +1134,20 @@ fn last_text_line_start(region: &[u8], scratch: &mut Vec<u8>) -> Option<usize> {
     }
 }
 
+/// `rest` (what follows a line's prefixes in `text`) with the indentation
+/// it had after its prefix, when reading the prefix off took it: the
+/// spaces after `[rank0]: ` or a Ray worker's tag, but for the one that
+/// ends the prefix. A frame's source line under such a prefix is told by
+/// its indentation as it is without one.
+fn indented_after_prefix(text: &str, rest: &str) -> Option<String> {
+    let before = text.get(..text.len().checked_sub(rest.len())?)?;
+    let prefix = before.trim_end_matches([' ', '\t']);
+    let spaces = before.get(prefix.len()..)?;
+    let kept = spaces.get(1..)?;
+    (!prefix.trim_start().is_empty() && !kept.is_empty() && !rest.starts_with([' ', '\t']))
+        .then(|| format!("{kept}{rest}"))
+}
+
 /// Index of the `\n` ending the line that holds `at`, or the end of
 /// `bytes`.
 fn line_end(bytes: &[u8], at: usize) -> usize {
@@ -1181,6 +1196,35 @@ mod tests {
             None,
         );
         metrics.trends().into_iter().map(|t| t.text).collect()
+    }
+
+    /// A frame's source line under torchrun's `[rank0]: ` or a Ray
+    /// worker's tag is the program's code, as it is without a prefix: its
+    /// comment naming a CUDA error is no evidence.
+    #[test]
+    fn a_frames_source_line_under_a_prefix_is_code() {
+        let rules = builtin_rules();
+        let traceback = "Traceback (most recent call last):\n  File \"flex_test.py\", line 69, in <module>\n    fwd_bwd(700)  # raises: CUDA error: an illegal memory access was encountered\nRuntimeError: boom\n";
+        for prefix in [
+            "",
+            "[rank0]: ",
+            "(RayTrainWorker pid=4242, ip=10.0.0.7) ",
+            "[rank0]: (Runner pid=7) ",
+        ] {
+            let log: String = traceback
+                .lines()
+                .map(|l| format!("{prefix}{l}\n"))
+                .collect();
+            let found = digest(log.as_bytes(), &rules);
+            assert!(
+                !found.iter().any(|f| f.contains("illegal")),
+                "{prefix:?}: {found:?}"
+            );
+            assert!(
+                found.iter().any(|f| f.contains("python-exception")),
+                "{prefix:?}: {found:?}"
+            );
+        }
     }
 
     /// The blank lines a paste ends with (spaces, empty quotes, a page's

@@ -1,5 +1,7 @@
 use crate::discover::{Input, InputSource};
+use crate::json_lines::{JsonLinesReader, JsonLog};
 use crate::limits::{Capped, Counted, ExpansionLimit, CORE_EXPANSION, TEXT_EXPANSION};
+use crate::utf16::{Utf16, Utf16Reader};
 use crate::xz_streams::XzStreams;
 use crate::zstd_frames::ZstdFrames;
 use coroner_model::InputKind;
@@ -57,6 +59,33 @@ pub struct Opened {
     pub compression: Option<Compression>,
     /// What the content is.
     pub kind: InputKind,
+    /// The UTF-16 text it was decoded from.
+    pub utf16: Option<Utf16>,
+    /// The JSON objects, one per line, whose text it was read as.
+    pub json_lines: Option<JsonLog>,
+}
+
+impl Opened {
+    /// Whether the content is the input's bytes as they are (past their
+    /// compression): only then can a file be read in parts.
+    pub fn is_verbatim(&self) -> bool {
+        self.compression.is_none() && self.utf16.is_none() && self.json_lines.is_none()
+    }
+
+    /// What was undone to read the content as text, for the input's notes.
+    pub fn decoding_notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if let Some(order) = self.utf16 {
+            notes.push(format!("decoded from {}", order.as_str()));
+        }
+        if let Some(log) = self.json_lines {
+            notes.push(format!(
+                "read as JSON log lines: the text of each object's `{}`",
+                log.key()
+            ));
+        }
+        notes
+    }
 }
 
 impl std::fmt::Debug for Opened {
@@ -64,6 +93,8 @@ impl std::fmt::Debug for Opened {
         f.debug_struct("Opened")
             .field("compression", &self.compression)
             .field("kind", &self.kind)
+            .field("utf16", &self.utf16)
+            .field("json_lines", &self.json_lines)
             .finish_non_exhaustive()
     }
 }
@@ -138,8 +169,20 @@ pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
             stopped: false,
         }),
     };
-    let (head, reader) = peek(decoded, SNIFF_LEN)?;
-    let kind = detect_kind(&head);
+    let (mut head, mut reader) = peek(decoded, SNIFF_LEN)?;
+    let utf16 = Utf16::sniff(&head);
+    if let Some(order) = utf16 {
+        (head, reader) = peek(Box::new(Utf16Reader::new(reader, order)), SNIFF_LEN)?;
+    }
+    let mut kind = detect_kind(&head);
+    let json_lines = match kind {
+        kind if kind.is_text() => JsonLog::sniff(&head),
+        _ => None,
+    };
+    if let Some(log) = json_lines {
+        (head, reader) = peek(Box::new(JsonLinesReader::new(reader, log)), SNIFF_LEN)?;
+        kind = detect_kind(&head);
+    }
     if matches!(kind, InputKind::ElfCore | InputKind::CudaGpuCore) {
         set_limit(&limit, CORE_EXPANSION);
     }
@@ -147,6 +190,8 @@ pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
         reader,
         compression,
         kind,
+        utf16,
+        json_lines,
     })
 }
 

@@ -40,9 +40,49 @@ pub struct Prefixed<'a> {
 /// program's own `[rankN] ` tag (no colon, a space after it). The rank is the
 /// `[rankN]` one, else the label's, the role's, SGLang's `TP` number or
 /// the Ray tag's `rank=` (or vLLM's `Worker_TPn`) number.
+///
+/// Launchers stack: a Ray worker's tag behind torchrun's `[rank0]:`, a pod's
+/// log collected with its time in front of both. What is left after the
+/// prefixes is read again for more, up to [`STACKED`] times; a rank named
+/// further out wins.
 pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
-    let line = compose_service_tag(line).unwrap_or(line);
-    let line = pdsh_node(line).unwrap_or(line);
+    let mut found = strip_once(line, true);
+    let mut left = line.len();
+    for _ in 1..STACKED {
+        if found.rest.len() == left {
+            break;
+        }
+        left = found.rest.len();
+        let inner = strip_once(found.rest, false);
+        if inner.rest.len() == left {
+            break;
+        }
+        found = Prefixed {
+            rank: found
+                .global_rank
+                .or(inner.global_rank)
+                .or(found.rank)
+                .or(inner.rank),
+            global_rank: found.global_rank.or(inner.global_rank),
+            rest: inner.rest,
+        };
+    }
+    found
+}
+
+/// Most runs of prefixes read off one line.
+const STACKED: usize = 3;
+
+/// One run of prefixes, in the order [`strip_rank_prefix`] gives. Only at
+/// the start of the line (`outermost`) a bare node name, service tag or
+/// task number is a prefix: further in, `0: [tensor]` is a program's list.
+fn strip_once(line: &str, outermost: bool) -> Prefixed<'_> {
+    let line = if outermost {
+        let line = compose_service_tag(line).unwrap_or(line);
+        pdsh_node(line).unwrap_or(line)
+    } else {
+        line
+    };
     let line = crate::host::after_syslog_header(line).unwrap_or(line);
     let line = cri_record_header(line).unwrap_or(line);
     // A collector's time, then the program's own (`kubectl logs
@@ -68,7 +108,7 @@ pub fn strip_rank_prefix(line: &str) -> Prefixed<'_> {
     if let Ok((after, _)) = clock_before_rank(rest) {
         rest = after;
     }
-    if let Some((task, after)) = slurm_label(rest) {
+    if let Some((task, after)) = slurm_label(rest).filter(|_| outermost) {
         role_rank = Some(task);
         rest = after;
         // A Ray cluster started by `srun --label`: the driver's task label,
@@ -584,6 +624,46 @@ mod tests {
         assert_eq!(p.rank, Some(11));
         assert_eq!(p.rest, "RuntimeError: x");
         assert_eq!(strip_rank_prefix("[default3]:hello").rank, Some(3));
+    }
+
+    #[test]
+    fn stacked_launchers_prefixes_are_all_read_off() {
+        for (line, rank, rest) in [
+            (
+                "[rank0]: (Runner pid=16018) Cuda failure 217 'peer access is not supported'",
+                Some(0),
+                "Cuda failure 217 'peer access is not supported'",
+            ),
+            (
+                "(RayTrainWorker pid=23412, ip=10.0.0.12) (Runner pid=16018) Cuda failure 217",
+                None,
+                "Cuda failure 217",
+            ),
+            (
+                "2024-03-01T10:11:12.123456789Z [rank3]: (VllmWorker rank=5 pid=4716) CUDA error",
+                Some(3),
+                "CUDA error",
+            ),
+            (
+                "[1,0]<stderr>:[rank2]: (RayTrainWorker pid=7) RuntimeError: x",
+                Some(2),
+                "RuntimeError: x",
+            ),
+            // Further in, a number and a colon are the program's text.
+            (
+                "[1,0]<stderr>:0: [broadcast.noname.3765]",
+                Some(0),
+                "0: [broadcast.noname.3765]",
+            ),
+            (
+                "[rank1]: worker-1: connection refused",
+                Some(1),
+                "worker-1: connection refused",
+            ),
+        ] {
+            let p = strip_rank_prefix(line);
+            assert_eq!((p.rank, p.rest), (rank, rest), "{line}");
+        }
     }
 
     #[test]
