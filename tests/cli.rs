@@ -526,3 +526,37 @@ fn the_readme_quick_start_report_is_current() {
     );
     assert_eq!(shown, String::from_utf8_lossy(&out.stdout));
 }
+
+/// Real logs of failing programs as a log view lists them, newest line
+/// first, given on standard input and as a file: read in the order they
+/// were written, with the root cause of the log as written.
+#[test]
+fn a_log_listed_newest_first_gets_the_answer_of_the_log() {
+    let scratch = Scratch::new("newest-first");
+    for rel in [
+        "logs/oom_simple.log",
+        "logs/assert_index.log",
+        "logs/cupy_illegal.log",
+        "logs/store_timeout.log",
+    ] {
+        let (as_written, _) = analyze_json(&[&fixture(rel)]);
+        let log = String::from_utf8(fixture_bytes(rel)).unwrap();
+        let newest_first: String = log.lines().rev().map(|l| format!("{l}\n")).collect();
+        let path = scratch.path("view.log");
+        std::fs::write(&path, &newest_first).unwrap();
+        let (from_file, _) = analyze_json(&[path.to_str().unwrap()]);
+        let out = run(
+            &["analyze", "--format", "json", "-"],
+            Some(newest_first.as_bytes()),
+        );
+        let from_stdin: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for report in [&from_file, &from_stdin] {
+            assert_eq!(
+                report["root_cause"]["category"], as_written["root_cause"]["category"],
+                "{rel}"
+            );
+            let notes = report["inputs"][0]["notes"].to_string();
+            assert!(notes.contains("newest first"), "{rel}: {notes}");
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! Arbitrary bytes as an input: compression sniffed and undone frame by
 //! frame (zstd frames and skippable frames, gzip members, xz streams and
-//! their padding; capped relative to the compressed bytes consumed), kind
-//! detected, then read to the end in blocks of whole lines as the scanner
+//! their padding; capped relative to the compressed bytes consumed), UTF-16
+//! text decoded, kind detected, JSON log lines read as their text, then read
+//! to the end in blocks of whole lines as the scanner
 //! reads it.
 #![no_main]
 

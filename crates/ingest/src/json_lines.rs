@@ -230,6 +230,35 @@ mod tests {
     }
 
     #[test]
+    fn broken_objects_and_stray_bytes_are_passed_on_as_they_are() {
+        let mut seed = 11u32;
+        let pieces: [&[u8]; 9] = [
+            b"{\"log\":\"",
+            b"\\n",
+            b"\"}",
+            b"\n",
+            b"\xff\xfe",
+            b"\\u00",
+            b",\"stream\":1",
+            b"\"",
+            b"x",
+        ];
+        for _ in 0..200 {
+            let mut input = b"{\"log\":\"a\\n\"}\n{\"log\":\"b\\n\"}\n".to_vec();
+            for _ in 0..40 {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                input.extend_from_slice(pieces[(seed >> 16) as usize % pieces.len()]);
+            }
+            let log = JsonLog { key: "log" };
+            let mut out = Vec::new();
+            JsonLinesReader::new(input.as_slice(), log)
+                .read_to_end(&mut out)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(out.starts_with(b"a\nb\n"), "{out:?}");
+        }
+    }
+
+    #[test]
     fn a_log_with_a_few_json_lines_is_left_as_it_is() {
         for input in [
             "step 1 loss 2.3\n{\"message\": \"eval\"}\nstep 2 loss 2.1\nstep 3\nstep 4\n{\"message\": \"x\"}\n",

@@ -35,6 +35,7 @@ mod follow;
 mod json_lines;
 mod limits;
 mod mapped;
+mod newest_first;
 mod open;
 mod parallel;
 #[cfg(unix)]

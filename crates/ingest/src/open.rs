@@ -1,6 +1,7 @@
 use crate::discover::{Input, InputSource};
 use crate::json_lines::{JsonLinesReader, JsonLog};
 use crate::limits::{Capped, Counted, ExpansionLimit, CORE_EXPANSION, TEXT_EXPANSION};
+use crate::newest_first::{is_newest_first, reversed};
 use crate::utf16::{Utf16, Utf16Reader};
 use crate::xz_streams::XzStreams;
 use crate::zstd_frames::ZstdFrames;
@@ -63,13 +64,18 @@ pub struct Opened {
     pub utf16: Option<Utf16>,
     /// The JSON objects, one per line, whose text it was read as.
     pub json_lines: Option<JsonLog>,
+    /// Whether its lines were listed newest first, and are read reversed.
+    pub newest_first: bool,
 }
 
 impl Opened {
     /// Whether the content is the input's bytes as they are (past their
     /// compression): only then can a file be read in parts.
     pub fn is_verbatim(&self) -> bool {
-        self.compression.is_none() && self.utf16.is_none() && self.json_lines.is_none()
+        self.compression.is_none()
+            && self.utf16.is_none()
+            && self.json_lines.is_none()
+            && !self.newest_first
     }
 
     /// What was undone to read the content as text, for the input's notes.
@@ -84,6 +90,13 @@ impl Opened {
                 log.key()
             ));
         }
+        if self.newest_first {
+            notes.push(
+                "its lines are listed newest first (a log view's copy): read in reverse order; \
+                 line numbers count from its last line"
+                    .to_owned(),
+            );
+        }
         notes
     }
 }
@@ -95,6 +108,7 @@ impl std::fmt::Debug for Opened {
             .field("kind", &self.kind)
             .field("utf16", &self.utf16)
             .field("json_lines", &self.json_lines)
+            .field("newest_first", &self.newest_first)
             .finish_non_exhaustive()
     }
 }
@@ -183,6 +197,14 @@ pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
         (head, reader) = peek(Box::new(JsonLinesReader::new(reader, log)), SNIFF_LEN)?;
         kind = detect_kind(&head);
     }
+    let mut newest_first = false;
+    // A head shorter than asked for is the whole input (or a pipe's first
+    // lines, which a traceback's header seldom ends).
+    if kind.is_text() && is_newest_first(&head, head.len() < SNIFF_LEN) {
+        (reader, newest_first) = reversed(reader)?;
+        (head, reader) = peek(reader, SNIFF_LEN)?;
+        kind = detect_kind(&head);
+    }
     if matches!(kind, InputKind::ElfCore | InputKind::CudaGpuCore) {
         set_limit(&limit, CORE_EXPANSION);
     }
@@ -192,6 +214,7 @@ pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
         kind,
         utf16,
         json_lines,
+        newest_first,
     })
 }
 

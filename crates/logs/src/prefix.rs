@@ -330,10 +330,16 @@ fn clock_before_rank(s: &str) -> IResult<&str, &str> {
 /// stream alone when only `--timestamp-output` is given
 /// (`Mon Sep 11 14:31:16 2017<stderr>:`): removed, the rank kept.
 fn mpi_tag(s: &str) -> IResult<&str, Option<u32>> {
+    // SageMaker's launcher names the rank and the host too:
+    // `[1,mpirank:3,algo-1]<stderr>:`.
+    let host = (
+        char(','),
+        take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_')),
+    );
     let job_and_rank = delimited(
-        (char('['), digit1, char(',')),
+        (char('['), digit1, char(','), opt(tag("mpirank:"))),
         map_res(digit1, str::parse::<u32>),
-        char(']'),
+        (opt(host), char(']')),
     );
     let stream = || (char('<'), alt((tag("stdout"), tag("stderr"))), tag(">:"));
     let tagged = (opt(ctime_stamp), job_and_rank, stream()).map(|(_, rank, _)| Some(rank));
@@ -379,6 +385,9 @@ pub(crate) fn without_times(s: &str) -> &str {
 /// not (`2026-11-29 21:00:10,123`, `[2026-11-29 21:00:10]`), and then a
 /// level word, bracketed or not (`INFO`, `[ERROR]`), with its separator.
 fn strip_collector_time(s: &str) -> &str {
+    if let Some(rest) = hydra_header(s) {
+        return rest;
+    }
     let clock = || {
         (
             digits(2),
@@ -439,6 +448,25 @@ fn strip_collector_time(s: &str) -> &str {
         Ok((rest, _)) => rest,
         Err(_) => s,
     }
+}
+
+/// What follows the header of Hydra's job logging (its default format,
+/// `[%(asctime)s][%(name)s][%(levelname)s] - `): `[2024-03-01
+/// 10:11:12,123][trainer][ERROR] - `.
+fn hydra_header(s: &str) -> Option<&str> {
+    let bracketed_name = delimited(
+        char('['),
+        take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')),
+        char(']'),
+    );
+    let parsed: IResult<&str, _> = (
+        delimited(char('['), date_time("T ", false), char(']')),
+        bracketed_name,
+        delimited(char('['), level_word, char(']')),
+        tag(" - "),
+    )
+        .parse(s);
+    parsed.ok().map(|(rest, _)| rest)
 }
 
 /// The header of a record in a container runtime's log file (CRI, as
@@ -943,6 +971,28 @@ mod tests {
             assert_eq!(p.rank, None, "{line}");
             assert_eq!(p.rest, line);
         }
+    }
+
+    #[test]
+    fn sagemakers_mpi_tag_and_hydras_logging_header() {
+        let p = strip_rank_prefix(
+            "[1,mpirank:3,algo-1]<stderr>:RuntimeError: CUDA error: out of memory",
+        );
+        assert_eq!(
+            (p.rank, p.rest),
+            (Some(3), "RuntimeError: CUDA error: out of memory")
+        );
+        let p = strip_rank_prefix("[1,mpirank:12,algo-2.ec2]<stdout>:Killed");
+        assert_eq!((p.rank, p.rest), (Some(12), "Killed"));
+        let p = strip_rank_prefix("[2024-03-01 10:11:12,123][trainer][ERROR] - Killed");
+        assert_eq!((p.rank, p.rest), (None, "Killed"));
+        let p = strip_rank_prefix(
+            "[2023-05-10 12:00:00,001][nemo.collections.asr][WARNING] - [rank1]: CUDA error",
+        );
+        assert_eq!((p.rank, p.rest), (Some(1), "CUDA error"));
+        // Not Hydra's header: no level, so nothing is read off.
+        let p = strip_rank_prefix("[2024-03-01 10:11:12,123][trainer] Killed");
+        assert_eq!(p.rest, "[2024-03-01 10:11:12,123][trainer] Killed");
     }
 
     #[test]
