@@ -6,8 +6,10 @@
 //! the same way: Elasticsearch and Datadog under `message`, structured
 //! loggers under `msg`, `journalctl -o json` under `MESSAGE`, Google Cloud
 //! Logging under `textPayload`. Such an input is told by its first lines
-//! and read as the program's own lines: each object's text, unescaped, and
-//! the lines that are not such objects as they are. Docker splits a line
+//! and read as the program's own lines: each object's text, unescaped (and
+//! on the lines after it, what a structured logger keeps under an error's
+//! own keys: `error`, `exc_info`, `stacktrace`, …), and the lines that are
+//! not such objects as they are. Docker splits a line
 //! longer than 16 KiB over several objects, each but the last without a
 //! newline at its end; they are joined again.
 
@@ -16,6 +18,21 @@ use std::io::{self, BufRead, BufReader, Read};
 
 /// The keys that hold a line's text, in the order they are looked for.
 const TEXT_KEYS: [&str; 5] = ["log", "message", "msg", "MESSAGE", "textPayload"];
+/// The keys structured loggers keep an error's text under besides the
+/// message (zap, slog, structlog, python-json-logger, Ray): read on the
+/// lines after the message.
+const ERROR_KEYS: [&str; 10] = [
+    "error",
+    "err",
+    "exception",
+    "exc_info",
+    "exc_text",
+    "stack",
+    "stacktrace",
+    "stack_trace",
+    "traceback",
+    "error.stack",
+];
 /// Lines of the head looked at to tell such an input.
 const SAMPLE_LINES: usize = 50;
 /// A line longer than this is passed on as it is, not parsed.
@@ -129,9 +146,20 @@ impl<R: Read> JsonLinesReader<R> {
         let text = (self.line.len() <= MAX_PARSED)
             .then(|| serde_json::from_slice::<Value>(self.line.trim_ascii()).ok())
             .flatten()
-            .and_then(|v| match v.get(self.key) {
-                Some(Value::String(s)) => Some(s.clone()),
-                _ => None,
+            .and_then(|v| {
+                let Some(Value::String(text)) = v.get(self.key) else {
+                    return None;
+                };
+                let mut text = text.clone();
+                for key in ERROR_KEYS {
+                    if let Some(Value::String(more)) = v.get(key) {
+                        if !text.ends_with('\n') {
+                            text.push('\n');
+                        }
+                        text.push_str(more);
+                    }
+                }
+                Some(text)
             });
         match text {
             Some(text) => {
@@ -256,6 +284,25 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{e}"));
             assert!(out.starts_with(b"a\nb\n"), "{out:?}");
         }
+    }
+
+    #[test]
+    fn an_errors_own_fields_are_read_after_its_message() {
+        let input = concat!(
+            r#"{"time":"t1","level":"info","msg":"step 1"}"#,
+            "\n",
+            r#"{"time":"t2","level":"error","msg":"training step failed","error":"CUDA out of memory. Tried to allocate 2.00 GiB"}"#,
+            "\n",
+            r#"{"time":"t3","level":"error","msg":"crashed","exc_info":"Traceback (most recent call last):\n  File \"t.py\", line 1\nRuntimeError: boom"}"#,
+            "\n",
+        );
+        let (log, out) = read(input);
+        assert_eq!(log.map(JsonLog::key), Some("msg"));
+        assert_eq!(
+            out,
+            "step 1\ntraining step failed\nCUDA out of memory. Tried to allocate 2.00 GiB\n\
+             crashed\nTraceback (most recent call last):\n  File \"t.py\", line 1\nRuntimeError: boom\n"
+        );
     }
 
     #[test]

@@ -61,7 +61,9 @@ pub fn is_newest_first(head: &[u8], whole: bool) -> bool {
         let before = i.checked_sub(1).and_then(|b| lines.get(b));
         let after = lines.get(i + 1);
         if line.ends_with(HEADER) || line.ends_with(THREAD_HEADER) {
-            if after.is_some_and(|l| is_frame(l)) {
+            // A frame or a frame's source line after the header: upright
+            // (another rank's, where ranks' lines interleave).
+            if after.is_some_and(|l| is_frame(l) || is_source(l)) {
                 upright += 1;
             } else if before.is_some_and(|l| is_frame(l)) && (after.is_some() || whole) {
                 upside_down += 1;
@@ -82,6 +84,13 @@ pub fn is_newest_first(head: &[u8], whole: bool) -> bool {
     upside_down > 0 && upright == 0
 }
 
+/// Whether a line looks like a frame's source line: indented by four
+/// spaces or a tab near its start, a prefix (`[rank1]: `) perhaps before.
+fn is_source(line: &str) -> bool {
+    let start = line.get(..line.len().min(48)).unwrap_or(line);
+    start.contains("    ") || start.contains('\t')
+}
+
 /// Whether a line is glog's record of a fatal failure (`F1007
 /// 19:40:40.235829 26752 syncedmem.cpp:66] Check failed: …`), whatever
 /// stands before it.
@@ -99,15 +108,17 @@ fn is_glog_fatal(line: &str) -> bool {
 
 /// Whether the times in front of the lines (an RFC 3339 time or a date and
 /// a time, perhaps bracketed, as a log view or a logging setup writes them)
-/// go down: `Some(true)` when at least three steps between them do and
-/// nine in ten of the steps that change do, `Some(false)` when they mostly
-/// go up, `None` when there are too few to tell.
+/// go down: `None` unless four in five of the lines have one; then
+/// `Some(true)` when at least three steps between them do and nine in ten
+/// of the steps that change do, `Some(false)` when they mostly go up.
 fn times_go_down(lines: &[&str]) -> Option<bool> {
-    let times: Vec<&str> = lines
-        .iter()
-        .filter_map(|l| leading_time(l))
-        .take(TIMES)
-        .collect();
+    let sample = lines.get(..lines.len().min(TIMES)).unwrap_or_default();
+    let times: Vec<&str> = sample.iter().filter_map(|l| leading_time(l)).collect();
+    // A log view stamps every line: a few stamped lines among others (ranks'
+    // start-up lines flushed out of order) tell nothing.
+    if times.len() * 5 < sample.len() * 4 {
+        return None;
+    }
     let (mut down, mut up) = (0usize, 0usize);
     for pair in times.windows(2) {
         if let [a, b] = pair {
@@ -222,6 +233,25 @@ mod tests {
             })
             .collect();
         assert!(!is_newest_first(interleaved.as_bytes(), true));
+    }
+
+    #[test]
+    fn a_few_stamped_lines_or_interleaved_ranks_keep_the_order() {
+        // Ranks' start-up lines flushed out of order, then untimed lines.
+        let mut log: String = (0..4)
+            .map(|i| {
+                format!(
+                    "[2024-03-01 10:11:{:02},204] [INFO] [launch.py:1] rank {i}\n",
+                    15 - i
+                )
+            })
+            .collect();
+        log.push_str(&"step 3 loss 2.1\n".repeat(8));
+        assert!(!is_newest_first(log.as_bytes(), true));
+        // Rank 0's header between rank 1's frame and rank 1's source line.
+        let inter = "[rank1]: Traceback (most recent call last):\nstep 101\n[rank1]:   File \"t.py\", line 9, in <module>\n\
+            [rank0]: Traceback (most recent call last):\n[rank1]:     main()\n[rank0]:   File \"t.py\", line 9, in <module>\n";
+        assert!(!is_newest_first(inter.as_bytes(), true));
     }
 
     #[test]

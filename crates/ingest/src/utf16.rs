@@ -16,9 +16,13 @@ pub enum Utf16 {
 
 impl Utf16 {
     /// The byte order that `head`'s byte order mark names, when the text
-    /// after it reads as UTF-16: at least half of its first 256 units are
-    /// below U+0100, as in a log, whatever its language. (A log that starts
-    /// with the same two bytes of garbage has letters there.)
+    /// after it reads as UTF-16 text in any language: of its first 256
+    /// units, no more than one in eight is NUL, a control character other
+    /// than a tab or a line end, or half of a broken surrogate pair, and a
+    /// line end or a space is among them (of fewer than 16 units, no more
+    /// than half are such, and at least half are below U+0100). (A log that starts with the same
+    /// two bytes of garbage reads as CJK without a space; UTF-32's mark,
+    /// `FF FE 00 00`, is followed by NUL units.)
     pub fn sniff(head: &[u8]) -> Option<Utf16> {
         let order = match head {
             [0xff, 0xfe, ..] => Utf16::Le,
@@ -32,8 +36,21 @@ impl Utf16 {
             .filter_map(|p| p.try_into().ok())
             .map(|p| order.unit(p))
             .collect();
-        let latin = units.iter().filter(|&&u| u < 0x100).count();
-        (!units.is_empty() && latin * 2 >= units.len()).then_some(order)
+        let broken = char::decode_utf16(units.iter().copied())
+            .filter(|c| match c {
+                Ok(c) => c.is_control() && !matches!(c, '\t' | '\r' | '\n'),
+                Err(_) => true,
+            })
+            .count();
+        let spaced = units.iter().any(|&u| matches!(u, 0x0a | 0x20 | 0x3000));
+        let reads = match units.len() {
+            0 => false,
+            // Too short to ask for a space: a word or two, of Latin
+            // letters mostly.
+            n if n < 16 => broken * 2 <= n && units.iter().filter(|&&u| u < 0x100).count() * 2 >= n,
+            n => broken * 8 <= n && spaced,
+        };
+        reads.then_some(order)
     }
 
     /// Name for reports.
@@ -238,6 +255,15 @@ mod tests {
             None
         );
         assert_eq!(Utf16::sniff(b"\xff\xfe"), None);
+        assert_eq!(
+            Utf16::sniff(b"\xff\xfe\x00\x00T\x00\x00\x00 \x00\x00\x00"),
+            None
+        );
+        let chinese: Vec<u8> = std::iter::once(0xfeff_u16)
+            .chain("训练步骤 1 损失 2.3 显存不足\r\n".repeat(20).encode_utf16())
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        assert_eq!(Utf16::sniff(&chinese), Some(Utf16::Le));
         assert_eq!(Utf16::sniff(b"\xef\xbb\xbfTraceback"), None);
     }
 }
