@@ -13,6 +13,7 @@
 //! longer than 16 KiB over several objects, each but the last without a
 //! newline at its end; they are joined again.
 
+use crate::decoded::Decoded;
 use serde_json::Value;
 use std::io::{self, BufRead, BufReader, Read};
 
@@ -101,8 +102,7 @@ pub struct JsonLinesReader<R> {
     inner: BufReader<R>,
     key: &'static str,
     line: Vec<u8>,
-    out: Vec<u8>,
-    out_at: usize,
+    decoded: Decoded,
     /// Whether the text handed out last ended inside a line (a Docker
     /// object without a newline at its end).
     open_line: bool,
@@ -115,8 +115,7 @@ impl<R: Read> JsonLinesReader<R> {
             inner: BufReader::with_capacity(256 * 1024, inner),
             key: log.key,
             line: Vec::new(),
-            out: Vec::new(),
-            out_at: 0,
+            decoded: Decoded::default(),
             open_line: false,
             done: false,
         }
@@ -128,8 +127,7 @@ impl<R: Read> JsonLinesReader<R> {
         if self.done {
             return Ok(false);
         }
-        self.out.clear();
-        self.out_at = 0;
+        self.decoded.clear();
         self.line.clear();
         let n = (&mut self.inner)
             .take(MAX_PARSED as u64 + 1)
@@ -137,7 +135,7 @@ impl<R: Read> JsonLinesReader<R> {
         if n == 0 {
             self.done = true;
             if self.open_line {
-                self.out.push(b'\n');
+                self.decoded.out.push(b'\n');
                 self.open_line = false;
                 return Ok(true);
             }
@@ -163,20 +161,20 @@ impl<R: Read> JsonLinesReader<R> {
             });
         match text {
             Some(text) => {
-                self.out.extend_from_slice(text.as_bytes());
+                self.decoded.out.extend_from_slice(text.as_bytes());
                 self.open_line = !text.ends_with('\n');
                 // Only Docker's objects go on in the next one; the other
                 // stores hold one whole message per object.
                 if self.open_line && self.key != "log" {
-                    self.out.push(b'\n');
+                    self.decoded.out.push(b'\n');
                     self.open_line = false;
                 }
             }
             None => {
                 if self.open_line {
-                    self.out.push(b'\n');
+                    self.decoded.out.push(b'\n');
                 }
-                self.out.extend_from_slice(&self.line);
+                self.decoded.out.extend_from_slice(&self.line);
                 self.open_line = !self.line.ends_with(b"\n");
             }
         }
@@ -186,18 +184,12 @@ impl<R: Read> JsonLinesReader<R> {
 
 impl<R: Read> Read for JsonLinesReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.out_at >= self.out.len() {
+        while self.decoded.is_spent() {
             if !self.fill()? {
                 return Ok(0);
             }
         }
-        let left = self.out.get(self.out_at..).unwrap_or_default();
-        let n = left.len().min(buf.len());
-        if let (Some(to), Some(from)) = (buf.get_mut(..n), left.get(..n)) {
-            to.copy_from_slice(from);
-        }
-        self.out_at += n;
-        Ok(n)
+        Ok(self.decoded.hand_out(buf))
     }
 }
 

@@ -30,6 +30,7 @@
 mod authored;
 mod blocks;
 mod clean;
+mod decoded;
 mod discover;
 mod follow;
 mod json_lines;

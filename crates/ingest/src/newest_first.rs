@@ -92,8 +92,8 @@ fn is_source(line: &str) -> bool {
 }
 
 /// Whether a line is glog's record of a fatal failure (`F1007
-/// 19:40:40.235829 26752 syncedmem.cpp:66] Check failed: …`), whatever
-/// stands before it.
+/// 19:40:40.235829 26752 syncedmem.cpp:66] Check failed: …`), spaces
+/// perhaps before it.
 fn is_glog_fatal(line: &str) -> bool {
     let parsed: IResult<&str, _> = (
         char('F'),

@@ -5,6 +5,7 @@
 //! every other byte is zero. Such a file is told by its mark and decoded
 //! as it is read; an unpaired surrogate or a lone last byte becomes U+FFFD.
 
+use crate::decoded::Decoded;
 use std::io::{self, Read};
 
 /// The byte order of UTF-16 text.
@@ -80,9 +81,8 @@ pub struct Utf16Reader<R> {
     /// Bytes read, not decoded yet (an odd byte or a high surrogate's
     /// half left from the last read).
     raw: Vec<u8>,
-    /// Decoded text not handed out yet, from `out_at`.
-    out: Vec<u8>,
-    out_at: usize,
+    /// Decoded text not handed out yet.
+    decoded: Decoded,
     /// Whether the mark was passed over.
     marked: bool,
     done: bool,
@@ -94,8 +94,7 @@ impl<R: Read> Utf16Reader<R> {
             inner,
             order,
             raw: Vec::new(),
-            out: Vec::new(),
-            out_at: 0,
+            decoded: Decoded::default(),
             marked: false,
             done: false,
         }
@@ -143,8 +142,7 @@ impl<R: Read> Utf16Reader<R> {
             .chunks_exact(2)
             .filter_map(|p| p.try_into().ok())
             .map(|p| order.unit(p));
-        self.out.clear();
-        self.out_at = 0;
+        self.decoded.clear();
         let mut buf = [0u8; 4];
         for c in char::decode_utf16(units) {
             let c = c.unwrap_or(char::REPLACEMENT_CHARACTER);
@@ -154,14 +152,15 @@ impl<R: Read> Utf16Reader<R> {
                     continue;
                 }
             }
-            self.out
+            self.decoded
+                .out
                 .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
         }
         self.raw.drain(..whole);
         if end {
             if !self.raw.is_empty() {
                 // A lone last byte.
-                self.out.extend_from_slice(
+                self.decoded.out.extend_from_slice(
                     char::REPLACEMENT_CHARACTER.encode_utf8(&mut buf).as_bytes(),
                 );
                 self.raw.clear();
@@ -174,18 +173,12 @@ impl<R: Read> Utf16Reader<R> {
 
 impl<R: Read> Read for Utf16Reader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.out_at >= self.out.len() {
+        while self.decoded.is_spent() {
             if !self.fill()? {
                 return Ok(0);
             }
         }
-        let left = self.out.get(self.out_at..).unwrap_or_default();
-        let n = left.len().min(buf.len());
-        if let (Some(to), Some(from)) = (buf.get_mut(..n), left.get(..n)) {
-            to.copy_from_slice(from);
-        }
-        self.out_at += n;
-        Ok(n)
+        Ok(self.decoded.hand_out(buf))
     }
 }
 
