@@ -73,7 +73,7 @@ fn slot(value: u32) -> usize {
 /// The four bytes at `at`, zero past the end of `bytes`.
 fn word_at(bytes: &[u8], at: usize) -> u32 {
     match bytes
-        .get(at..at + 4)
+        .get(at..at.saturating_add(4))
         .and_then(|s| <[u8; 4]>::try_from(s).ok())
     {
         Some(four) => u32::from_le_bytes(four),
@@ -165,7 +165,7 @@ impl Hashed {
                 for k in 0..3 {
                     if grams.flags((w >> (16 * k)) as u32 & 0x00FF_FFFF) {
                         let j = at + 2 * k;
-                        for p in [j.wrapping_sub(1), j] {
+                        for p in [j.checked_sub(1), Some(j)].into_iter().flatten() {
                             if p >= from && p + 4 <= haystack.len() {
                                 if let Some(seen) = exact(p).and_then(|print| visit(print, p)) {
                                     return Some(seen);
