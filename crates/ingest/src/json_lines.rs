@@ -13,7 +13,7 @@
 //! longer than 16 KiB over several objects, each but the last without a
 //! newline at its end; they are joined again.
 
-use crate::decoded::Decoded;
+use crate::decoded::{Decode, DecodedReader};
 use serde_json::Value;
 use std::io::{self, BufRead, BufReader, Read};
 
@@ -97,37 +97,36 @@ fn text_key(line: &[u8]) -> Option<usize> {
         .position(|k| value.get(k).is_some_and(Value::is_string))
 }
 
-/// A reader of such an input that yields the text its objects hold.
-pub struct JsonLinesReader<R> {
+/// A decoder of such an input into the text its objects hold.
+pub struct JsonLinesDecoder<R> {
     inner: BufReader<R>,
     key: &'static str,
     line: Vec<u8>,
-    decoded: Decoded,
     /// Whether the text handed out last ended inside a line (a Docker
     /// object without a newline at its end).
     open_line: bool,
     done: bool,
 }
 
-impl<R: Read> JsonLinesReader<R> {
-    pub fn new(inner: R, log: JsonLog) -> JsonLinesReader<R> {
-        JsonLinesReader {
+impl<R: Read> JsonLinesDecoder<R> {
+    /// A reader of the text `inner`'s objects hold.
+    pub fn reader(inner: R, log: JsonLog) -> DecodedReader<JsonLinesDecoder<R>> {
+        DecodedReader::new(JsonLinesDecoder {
             inner: BufReader::with_capacity(256 * 1024, inner),
             key: log.key,
             line: Vec::new(),
-            decoded: Decoded::default(),
             open_line: false,
             done: false,
-        }
+        })
     }
+}
 
-    /// Reads the next line and puts what it holds in `out`; false at the
-    /// end of the input.
-    fn fill(&mut self) -> io::Result<bool> {
+impl<R: Read> Decode for JsonLinesDecoder<R> {
+    /// Reads the next line and puts what it holds in `out`.
+    fn fill(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
         if self.done {
             return Ok(false);
         }
-        self.decoded.clear();
         self.line.clear();
         let n = (&mut self.inner)
             .take(MAX_PARSED as u64 + 1)
@@ -135,7 +134,7 @@ impl<R: Read> JsonLinesReader<R> {
         if n == 0 {
             self.done = true;
             if self.open_line {
-                self.decoded.out.push(b'\n');
+                out.push(b'\n');
                 self.open_line = false;
                 return Ok(true);
             }
@@ -161,35 +160,24 @@ impl<R: Read> JsonLinesReader<R> {
             });
         match text {
             Some(text) => {
-                self.decoded.out.extend_from_slice(text.as_bytes());
+                out.extend_from_slice(text.as_bytes());
                 self.open_line = !text.ends_with('\n');
                 // Only Docker's objects go on in the next one; the other
                 // stores hold one whole message per object.
                 if self.open_line && self.key != "log" {
-                    self.decoded.out.push(b'\n');
+                    out.push(b'\n');
                     self.open_line = false;
                 }
             }
             None => {
                 if self.open_line {
-                    self.decoded.out.push(b'\n');
+                    out.push(b'\n');
                 }
-                self.decoded.out.extend_from_slice(&self.line);
+                out.extend_from_slice(&self.line);
                 self.open_line = !self.line.ends_with(b"\n");
             }
         }
         Ok(true)
-    }
-}
-
-impl<R: Read> Read for JsonLinesReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.decoded.is_spent() {
-            if !self.fill()? {
-                return Ok(0);
-            }
-        }
-        Ok(self.decoded.hand_out(buf))
     }
 }
 
@@ -201,7 +189,7 @@ mod tests {
         let log = JsonLog::sniff(input.as_bytes());
         let mut out = String::new();
         if let Some(log) = log {
-            JsonLinesReader::new(input.as_bytes(), log)
+            JsonLinesDecoder::reader(input.as_bytes(), log)
                 .read_to_string(&mut out)
                 .unwrap_or_else(|e| panic!("{e}"));
         }
@@ -271,7 +259,7 @@ mod tests {
             }
             let log = JsonLog { key: "log" };
             let mut out = Vec::new();
-            JsonLinesReader::new(input.as_slice(), log)
+            JsonLinesDecoder::reader(input.as_slice(), log)
                 .read_to_end(&mut out)
                 .unwrap_or_else(|e| panic!("{e}"));
             assert!(out.starts_with(b"a\nb\n"), "{out:?}");

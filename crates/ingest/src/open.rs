@@ -1,8 +1,8 @@
 use crate::discover::{Input, InputSource};
-use crate::json_lines::{JsonLinesReader, JsonLog};
+use crate::json_lines::{JsonLinesDecoder, JsonLog};
 use crate::limits::{Capped, Counted, ExpansionLimit, CORE_EXPANSION, TEXT_EXPANSION};
 use crate::newest_first::{is_newest_first, reversed};
-use crate::utf16::{Utf16, Utf16Reader};
+use crate::utf16::{Utf16, Utf16Decoder};
 use crate::xz_streams::XzStreams;
 use crate::zstd_frames::ZstdFrames;
 use coroner_model::InputKind;
@@ -186,7 +186,7 @@ pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
     let (mut head, mut reader) = peek(decoded, SNIFF_LEN)?;
     let utf16 = Utf16::sniff(&head);
     if let Some(order) = utf16 {
-        (head, reader) = peek(Box::new(Utf16Reader::new(reader, order)), SNIFF_LEN)?;
+        (head, reader) = peek(Box::new(Utf16Decoder::reader(reader, order)), SNIFF_LEN)?;
     }
     let mut kind = detect_kind(&head);
     let json_lines = match kind {
@@ -194,7 +194,7 @@ pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
         _ => None,
     };
     if let Some(log) = json_lines {
-        (head, reader) = peek(Box::new(JsonLinesReader::new(reader, log)), SNIFF_LEN)?;
+        (head, reader) = peek(Box::new(JsonLinesDecoder::reader(reader, log)), SNIFF_LEN)?;
         kind = detect_kind(&head);
     }
     let mut newest_first = false;

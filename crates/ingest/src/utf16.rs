@@ -5,7 +5,7 @@
 //! every other byte is zero. Such a file is told by its mark and decoded
 //! as it is read; an unpaired surrogate or a lone last byte becomes U+FFFD.
 
-use crate::decoded::Decoded;
+use crate::decoded::{Decode, DecodedReader};
 use std::io::{self, Read};
 
 /// The byte order of UTF-16 text.
@@ -73,35 +73,34 @@ impl Utf16 {
 /// Bytes of UTF-16 read at a time.
 const READ_LEN: usize = 64 * 1024;
 
-/// A reader of UTF-16 text (its byte order mark first) that yields the
-/// text as UTF-8, without the mark.
-pub struct Utf16Reader<R> {
+/// A decoder of UTF-16 text (its byte order mark first) into UTF-8,
+/// without the mark.
+pub struct Utf16Decoder<R> {
     inner: R,
     order: Utf16,
     /// Bytes read, not decoded yet (an odd byte or a high surrogate's
     /// half left from the last read).
     raw: Vec<u8>,
-    /// Decoded text not handed out yet.
-    decoded: Decoded,
     /// Whether the mark was passed over.
     marked: bool,
     done: bool,
 }
 
-impl<R: Read> Utf16Reader<R> {
-    pub fn new(inner: R, order: Utf16) -> Utf16Reader<R> {
-        Utf16Reader {
+impl<R: Read> Utf16Decoder<R> {
+    /// A reader of `inner`'s text as UTF-8.
+    pub fn reader(inner: R, order: Utf16) -> DecodedReader<Utf16Decoder<R>> {
+        DecodedReader::new(Utf16Decoder {
             inner,
             order,
             raw: Vec::new(),
-            decoded: Decoded::default(),
             marked: false,
             done: false,
-        }
+        })
     }
+}
 
-    /// Reads and decodes more; false at the end of the input.
-    fn fill(&mut self) -> io::Result<bool> {
+impl<R: Read> Decode for Utf16Decoder<R> {
+    fn fill(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
         if self.done {
             return Ok(false);
         }
@@ -142,7 +141,6 @@ impl<R: Read> Utf16Reader<R> {
             .chunks_exact(2)
             .filter_map(|p| p.try_into().ok())
             .map(|p| order.unit(p));
-        self.decoded.clear();
         let mut buf = [0u8; 4];
         for c in char::decode_utf16(units) {
             let c = c.unwrap_or(char::REPLACEMENT_CHARACTER);
@@ -152,33 +150,18 @@ impl<R: Read> Utf16Reader<R> {
                     continue;
                 }
             }
-            self.decoded
-                .out
-                .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
         }
         self.raw.drain(..whole);
         if end {
             if !self.raw.is_empty() {
                 // A lone last byte.
-                self.decoded.out.extend_from_slice(
-                    char::REPLACEMENT_CHARACTER.encode_utf8(&mut buf).as_bytes(),
-                );
+                out.extend_from_slice(char::REPLACEMENT_CHARACTER.encode_utf8(&mut buf).as_bytes());
                 self.raw.clear();
             }
             self.done = true;
         }
         Ok(true)
-    }
-}
-
-impl<R: Read> Read for Utf16Reader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.decoded.is_spent() {
-            if !self.fill()? {
-                return Ok(0);
-            }
-        }
-        Ok(self.decoded.hand_out(buf))
     }
 }
 
@@ -212,7 +195,7 @@ mod tests {
     fn decoded(bytes: &[u8], step: usize) -> String {
         let order = Utf16::sniff(bytes).unwrap_or_else(|| panic!("a mark"));
         let mut out = String::new();
-        Utf16Reader::new(Trickle(bytes, step), order)
+        Utf16Decoder::reader(Trickle(bytes, step), order)
             .read_to_string(&mut out)
             .unwrap_or_else(|e| panic!("{e}"));
         out
