@@ -87,40 +87,66 @@ fn answer_of_copies(
     answer(&copies, rules)
 }
 
-#[test]
-fn copies_of_wild_logs_get_the_answer_the_logs_get() {
+/// How a copy's bytes are made from a log's.
+type CopyBytes<'a> = Box<dyn Fn(&[u8]) -> Vec<u8> + 'a>;
+
+/// A way to copy a whole log: its name, and how.
+type Copy<'a> = (&'a str, CopyBytes<'a>);
+
+/// The sampled cases whose copies get another answer than their logs
+/// get, a line each; `skip` leaves out a case's copy by its logs' paths
+/// and the copy's name.
+fn differences(name: &str, copies: &[Copy], skip: &dyn Fn(&[String], &str) -> bool) -> Vec<String> {
     let rules = crate::util::builtin_rules();
-    let dir = std::env::temp_dir().join(format!("coroner-copies-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("coroner-{name}-{}", std::process::id()));
     let sample: Vec<_> = cases().into_iter().step_by(SAMPLE).collect();
     assert!(sample.len() > 150, "{} cases sampled", sample.len());
     let mut differ = Vec::new();
-    let mut left_out = 0;
     for case in &sample {
         let paths = log_paths(case);
         let pasted = answer(&paths, &rules);
-        let wrapped = wrap_width(&paths).is_some();
-        left_out += usize::from(wrapped);
-        for (name, change) in COPIES {
-            // A wrap leaves no time in front of a cut line's rest: a
-            // wrapped paste never has one on every line.
-            if wrapped && name == "stamped" {
+        for (copy_name, copy) in copies {
+            if skip(&paths, copy_name) {
                 continue;
             }
-            let by_line = |bytes: &[u8]| -> Vec<u8> {
-                let text = String::from_utf8_lossy(bytes);
-                let copied: String = text.lines().map(|l| format!("{}\n", change(l))).collect();
-                copied.into_bytes()
-            };
-            let got = answer_of_copies(&paths, &dir.join(name).join(&case.id), &by_line, &rules);
+            let into = dir.join(copy_name).join(&case.id);
+            let got = answer_of_copies(&paths, &into, copy.as_ref(), &rules);
             if got != pasted {
                 differ.push(format!(
-                    "{} {name}: {pasted:?} as pasted, {got:?} copied",
+                    "{} {copy_name}: {pasted:?} as pasted, {got:?} copied",
                     case.id
                 ));
             }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+    differ
+}
+
+/// A copy that changes each line as `change` does.
+fn line_by_line(change: Change) -> CopyBytes<'static> {
+    Box::new(move |bytes| {
+        let text = String::from_utf8_lossy(bytes);
+        let copied: String = text.lines().map(|l| format!("{}\n", change(l))).collect();
+        copied.into_bytes()
+    })
+}
+
+#[test]
+fn copies_of_wild_logs_get_the_answer_the_logs_get() {
+    let left_out = cases()
+        .into_iter()
+        .step_by(SAMPLE)
+        .filter(|case| wrap_width(&log_paths(case)).is_some())
+        .count();
+    let copies: Vec<Copy> = COPIES
+        .iter()
+        .map(|&(name, change)| (name, line_by_line(change)))
+        .collect();
+    // A wrap leaves no time in front of a cut line's rest: a wrapped paste
+    // never has one on every line.
+    let skip = |paths: &[String], name: &str| name == "stamped" && wrap_width(paths).is_some();
+    let differ = differences("copies", &copies, &skip);
     assert!(differ.is_empty(), "{}", differ.join("\n"));
     assert!(
         left_out <= MOST_LEFT_OUT,
@@ -164,15 +190,10 @@ const ENCODED: [(&str, Change); 3] = [
 
 #[test]
 fn encoded_copies_of_wild_logs_get_the_answer_the_logs_get() {
-    let rules = crate::util::builtin_rules();
-    let dir = std::env::temp_dir().join(format!("coroner-encoded-{}", std::process::id()));
-    let sample: Vec<_> = cases().into_iter().step_by(SAMPLE).collect();
-    let mut differ = Vec::new();
-    for case in &sample {
-        let paths = log_paths(case);
-        let pasted = answer(&paths, &rules);
-        for (name, change) in ENCODED {
-            let copy = |bytes: &[u8]| -> Vec<u8> {
+    let copies: Vec<Copy> = ENCODED
+        .iter()
+        .map(|&(name, change)| -> Copy {
+            let copy = move |bytes: &[u8]| -> Vec<u8> {
                 let copied = change(&String::from_utf8_lossy(bytes));
                 if name == "powershell" {
                     copied.chars().map(|c| c as u8).collect()
@@ -180,16 +201,10 @@ fn encoded_copies_of_wild_logs_get_the_answer_the_logs_get() {
                     copied.into_bytes()
                 }
             };
-            let got = answer_of_copies(&paths, &dir.join(name).join(&case.id), &copy, &rules);
-            if got != pasted {
-                differ.push(format!(
-                    "{} {name}: {pasted:?} as pasted, {got:?} copied",
-                    case.id
-                ));
-            }
-        }
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+            (name, Box::new(copy))
+        })
+        .collect();
+    let differ = differences("encoded", &copies, &|_, _| false);
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
 
