@@ -8,7 +8,8 @@ use std::sync::LazyLock;
 
 /// Copies `raw` into `out` without what terminals and web pages add to a
 /// line: a trailing CR, ANSI escape sequences (CSI `ESC [ ... final`, OSC
-/// `ESC ] ... BEL|ST`, and two-byte `ESC x`), Markdown quote markers at its
+/// `ESC ] ... BEL|ST` and the other control strings, such as the line's time
+/// Buildkite's agent hides in `ESC _bk;t=... BEL`, and two-byte `ESC x`), Markdown quote markers at its
 /// start (`> `, `> > `), the HTML character references of the five
 /// characters pages escape (`&lt;`, `&quot;`, `&#39;`, ...), the
 /// typographic quotes, ellipses, dashes and no-break spaces a page or a
@@ -189,8 +190,10 @@ fn strip_escapes(raw: &[u8], out: &mut Vec<u8>) {
                     }
                 }
             }
-            // OSC: up to BEL or ST (`ESC \`).
-            Some(b']') => {
+            // OSC, and the other control strings (DCS, SOS, PM, APC:
+            // Buildkite's agent hides each line's time in one): up to BEL
+            // or ST (`ESC \`).
+            Some(b']' | b'P' | b'X' | b'^' | b'_') => {
                 let mut escape = false;
                 for c in bytes.by_ref() {
                     if c == 0x07 || (escape && c == b'\\') {
@@ -222,6 +225,8 @@ mod tests {
             b"ERROR: CUDA error"
         );
         assert_eq!(clean(b"\x1b]0;title\x07text"), b"text");
+        assert_eq!(clean(b"\x1b_bk;t=1709287872123\x07Killed"), b"Killed");
+        assert_eq!(clean(b"\x1bP1$r0m\x1b\\text"), b"text");
     }
 
     #[test]

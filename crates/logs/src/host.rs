@@ -133,9 +133,11 @@ fn syslog_header(s: &str) -> IResult<&str, &str> {
         ),
     )
         .parse(s)?;
+    // Without a process id, a word that is no host's (`CUDA error:`,
+    // `Caught signal:` after moreutils `ts`'s time) is the program's text.
     let named = pid.is_some()
-        || ident == "kernel"
-        || (bsd && ident.starts_with(|c: char| c.is_ascii_lowercase()));
+        || (looks_like_host(host)
+            && (ident == "kernel" || (bsd && ident.starts_with(|c: char| c.is_ascii_lowercase()))));
     if named {
         Ok((rest, host))
     } else {
@@ -144,6 +146,14 @@ fn syslog_header(s: &str) -> IResult<&str, &str> {
             nom::error::ErrorKind::Verify,
         )))
     }
+}
+
+/// Whether `name` looks like a host's name rather than a word: it has a
+/// digit, a dash or a dot in it, or no capital letter.
+fn looks_like_host(name: &str) -> bool {
+    name.bytes()
+        .any(|b| b.is_ascii_digit() || matches!(b, b'-' | b'.' | b'_'))
+        || !name.bytes().any(|b| b.is_ascii_uppercase())
 }
 
 /// `Nov 29 21:00:10`, with an optional fraction.
@@ -275,6 +285,15 @@ mod tests {
     #[test]
     fn not_headers() {
         assert_eq!(line_host("Nov 29 21:00:10 the job is done"), None);
+        assert_eq!(
+            line_host("Nov 29 21:00:10 CUDA error: the requested functionality is not supported"),
+            None
+        );
+        assert_eq!(line_host("Nov 29 21:00:10 Caught signal: 11"), None);
+        assert_eq!(
+            line_host("Nov 29 21:00:10 DESKTOP-4F2K kernel: NVRM: Xid 79"),
+            Some("DESKTOP-4F2K")
+        );
         assert_eq!(
             line_host("2024-05-01T12:00:00.123456789Z CUDA Error: unknown error"),
             None

@@ -21,14 +21,18 @@ pub struct Prefixed<'a> {
 }
 
 /// Removes what launchers and log collectors put in front of a program's
-/// lines, in this order: Docker Compose's service tag (`trainer-1  | `,
+/// lines, in this order: the line number of `cat -n` or `nl`, the time
+/// Buildkite's agent hides in a control string, Docker Compose's service
+/// tag (`trainer-1  | `,
 /// `trainer_1  | `), the node name pdsh puts in front of a remote
 /// command's lines (DeepSpeed's multi-node launcher: `worker-1: `,
 /// `10.0.0.3: `), a syslog or `journalctl` header (`Nov 29 21:00:10
 /// gpu-node-3 python[4242]: `), a collector's RFC 3339 time (`kubectl
 /// logs --timestamps`, `docker logs -t`: `2026-11-29T21:00:10.123456789Z
-/// `; with `stderr F ` after it in a container runtime's log file) or a
-/// logging setup's time and level, and the program's own time
+/// `; with `stderr F ` after it in a container runtime's log file, `01E `
+/// in a GitLab job's log; a tab after it in a log store's export; moreutils
+/// `ts`'s `Mar 01 10:11:12 `), Airflow's task-log header, or a logging
+/// setup's time and level, and the program's own time
 /// after it, Ray's worker tag (`(RayTrainWorker pid=1234, ip=10.0.0.1) `,
 /// `(VllmWorker rank=0 pid=4716) `, `(raylet) `) with the
 /// ` [repeated 3x across cluster]` Ray's log deduplication appends, a
@@ -78,13 +82,18 @@ const STACKED: usize = 3;
 /// task number is a prefix: further in, `0: [tensor]` is a program's list.
 fn strip_once(line: &str, outermost: bool) -> Prefixed<'_> {
     let line = if outermost {
+        let line = line_number(line).unwrap_or(line);
+        let line = buildkite_time(line).unwrap_or(line);
         let line = compose_service_tag(line).unwrap_or(line);
         pdsh_node(line).unwrap_or(line)
     } else {
         line
     };
     let line = crate::host::after_syslog_header(line).unwrap_or(line);
-    let line = cri_record_header(line).unwrap_or(line);
+    let line = cri_record_header(line)
+        .or_else(|| gitlab_record_header(line))
+        .unwrap_or(line);
+    let line = airflow_header(line).unwrap_or(line);
     // A collector's time, then the program's own (`kubectl logs
     // --timestamps` of a program that prints its time).
     let mut rest = strip_collector_time(strip_collector_time(line));
@@ -376,7 +385,11 @@ fn c10d_rank(s: &str) -> Option<u32> {
 /// program's own time and level): what is left of a launcher's prefix once
 /// the parts that change from line to line are gone.
 pub(crate) fn without_times(s: &str) -> &str {
-    strip_collector_time(strip_collector_time(cri_record_header(s).unwrap_or(s)))
+    let s = cri_record_header(s)
+        .or_else(|| gitlab_record_header(s))
+        .unwrap_or(s);
+    let s = airflow_header(s).unwrap_or(s);
+    strip_collector_time(strip_collector_time(s))
 }
 
 /// `s` without the time a collector or a logging setup puts in front of
@@ -410,13 +423,15 @@ fn strip_collector_time(s: &str) -> &str {
     let stamp = alt((
         recognize(delimited(char('['), date_time("T ", false), char(']'))),
         date_time("T ", false),
+        month_day_clock,
         recognize(delimited(
             char('['),
             (opt(slashed_date), clock()),
             char(']'),
         )),
     ));
-    let separator = || alt((tag(" - "), tag(" | "), tag(": "), tag(" ")));
+    // A log store's export parts the time from the text with a tab.
+    let separator = || alt((tag(" - "), tag(" | "), tag(": "), tag(" "), tag("\t")));
     // Loguru pads the level (`ERROR    | `) and names the place after it
     // (`train:main:42 - `).
     let level = terminated(
@@ -466,6 +481,98 @@ fn hydra_header(s: &str) -> Option<&str> {
         tag(" - "),
     )
         .parse(s);
+    parsed.ok().map(|(rest, _)| rest)
+}
+
+/// moreutils `ts`'s default time, `Mar 01 10:11:12` (a month's name, the
+/// day and the time of day, with a fraction where `%.S` asks for one).
+fn month_day_clock(s: &str) -> IResult<&str, &str> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    recognize((
+        verify(
+            take_while_m_n(3, 3, |c: char| c.is_ascii_alphabetic()),
+            |m: &str| MONTHS.contains(&m),
+        ),
+        char(' '),
+        alt((digits(2), preceded(char(' '), digits(1)))),
+        char(' '),
+        digits(2),
+        char(':'),
+        digits(2),
+        char(':'),
+        digits(2),
+        opt((char('.'), digit1)),
+    ))
+    .parse(s)
+}
+
+/// What follows the line number `cat -n` and `nl` put in front of each
+/// line: the number, right-aligned, and a tab.
+fn line_number(s: &str) -> Option<&str> {
+    let parsed: IResult<&str, _> = (
+        take_while_m_n(0, 8, |c| c == ' '),
+        take_while_m_n(1, 9, |c: char| c.is_ascii_digit()),
+        char('\t'),
+    )
+        .parse(s);
+    parsed.ok().map(|(rest, _)| rest)
+}
+
+/// What follows the time Buildkite's agent hides in front of each line of
+/// a job's log, an application program command (`ESC _bk;t=<ms>BEL`; its
+/// `ESC` may be gone, taken as an escape of its own).
+fn buildkite_time(s: &str) -> Option<&str> {
+    let parsed: IResult<&str, _> =
+        (opt(char('\u{1b}')), tag("_bk;t="), digit1, char('\u{7}')).parse(s);
+    parsed.ok().map(|(rest, _)| rest)
+}
+
+/// What follows the header of a line in a GitLab job's log with the
+/// runner's times (GitLab 17 and later): an RFC 3339 time, the stream's
+/// number in hex and `O` or `E` (standard output or error), `+` where the
+/// line goes on from the record before, and a space
+/// (`2024-03-01T10:11:12.123456Z 01E `).
+fn gitlab_record_header(s: &str) -> Option<&str> {
+    let parsed: IResult<&str, _> = (
+        date_time("T", true),
+        char(' '),
+        take_while_m_n(2, 2, |c: char| c.is_ascii_hexdigit()),
+        one_of("OE"),
+        opt(char('+')),
+        char(' '),
+    )
+        .parse(s);
+    parsed.ok().map(|(rest, _)| rest)
+}
+
+/// What follows the header of a line of an Airflow task's log
+/// (`[%(asctime)s] {%(filename)s:%(lineno)d} %(levelname)s - `): the
+/// bracketed time, which starts with the date (`[2024-03-01, 10:11:12
+/// UTC]`; before 2.3 `[2021-06-01 10:11:12,123]`, since 2.6
+/// `[2024-03-01T10:11:12.123+0000]`), the place in braces and the level
+/// (`{subprocess.py:93} INFO - `).
+fn airflow_header(s: &str) -> Option<&str> {
+    let stamp = delimited(
+        char('['),
+        recognize((
+            digits(4),
+            char('-'),
+            digits(2),
+            char('-'),
+            digits(2),
+            take_while_m_n(0, 32, |c: char| c != ']'),
+        )),
+        char(']'),
+    );
+    let place = delimited(
+        char('{'),
+        take_while_m_n(1, 96, |c: char| c != '}' && c != ' '),
+        char('}'),
+    );
+    let parsed: IResult<&str, _> =
+        (stamp, char(' '), place, char(' '), level_word, tag(" - ")).parse(s);
     parsed.ok().map(|(rest, _)| rest)
 }
 
@@ -817,6 +924,58 @@ mod tests {
     }
 
     #[test]
+    fn ci_systems_and_log_stores_headers() {
+        for (line, rank, rest) in [
+            // Airflow 2.3 and later, before 2.3, 2.6 and later.
+            (
+                "[2024-03-01, 10:11:12 UTC] {subprocess.py:93} INFO - [rank1]: Killed",
+                Some(1),
+                "Killed",
+            ),
+            (
+                "[2021-06-01 10:11:12,123] {bash_operator.py:128} INFO - RuntimeError: x",
+                None,
+                "RuntimeError: x",
+            ),
+            (
+                "[2024-03-01T10:11:12.123+0000] {subprocess.py:93} ERROR - Killed",
+                None,
+                "Killed",
+            ),
+            // GitLab's runner times, a line going on from the last.
+            ("2024-03-01T10:11:12.123456Z 01E Killed", None, "Killed"),
+            ("2024-03-01T10:11:12.123456Z 00O+ [rank2]: x", Some(2), "x"),
+            // A log store's export: the time, a tab.
+            ("2024-03-01T10:11:12.123Z\tKilled", None, "Killed"),
+            // moreutils `ts`.
+            ("Mar 01 10:11:12 [rank3]: Killed", Some(3), "Killed"),
+            ("Mar  1 10:11:12.345678 Killed", None, "Killed"),
+            // A syslog time with no host after it is that.
+            ("Nov 29 21:00:10 the job is done", None, "the job is done"),
+            // `cat -n`, `nl`.
+            (
+                "     3\tModuleNotFoundError: x",
+                None,
+                "ModuleNotFoundError: x",
+            ),
+            ("  1204\t[rank0]: x", Some(0), "x"),
+            // Buildkite's hidden time, its escape gone.
+            ("_bk;t=1709287872123\u{7}Killed", None, "Killed"),
+        ] {
+            let p = strip_rank_prefix(line);
+            assert_eq!((p.rank, p.rest), (rank, rest), "{line}");
+        }
+        // Not such headers: a month's name must be one, a place is braced.
+        for line in [
+            "Foo 01 10:11:12 Killed",
+            "[2024-03-01, 10:11:12 UTC] INFO - x",
+            "3 apples\tpears",
+        ] {
+            assert_eq!(strip_rank_prefix(line).rest, line, "{line}");
+        }
+    }
+
+    #[test]
     fn compose_tags_and_syslog_headers() {
         for (line, rank, rest) in [
             (
@@ -904,7 +1063,6 @@ mod tests {
             "1-2  | x",
             "name-1 |x",
             "| GPU  Name |",
-            "Nov 29 21:00:10 the job is done",
         ] {
             assert_eq!(strip_rank_prefix(line).rest, line, "{line}");
         }
