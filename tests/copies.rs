@@ -15,7 +15,7 @@ const SAMPLE: usize = 10;
 type Change = fn(&str) -> String;
 
 /// The ways a copy changes each line.
-const COPIES: [(&str, Change); 5] = [
+const COPIES: [(&str, Change); 10] = [
     ("quoted", |line| format!("> {line}")),
     ("escaped", |line| {
         line.replace('&', "&amp;")
@@ -27,6 +27,22 @@ const COPIES: [(&str, Change); 5] = [
     ("indented", |line| format!("    {line}")),
     ("stamped", |line| {
         format!("2024-05-01 12:00:00,123 - INFO - {line}")
+    }),
+    // An Airflow task's log, a GitLab job's log with the runner's times, a
+    // log store's export (time, tab), moreutils `ts`, Buildkite's hidden
+    // time.
+    ("airflow", |line| {
+        format!("[2024-05-01, 12:00:00 UTC] {{subprocess.py:93}} INFO - {line}")
+    }),
+    ("gitlab", |line| {
+        format!("2024-05-01T12:00:00.123456Z 01E {line}")
+    }),
+    ("exported", |line| {
+        format!("2024-05-01T12:00:00.123Z\t{line}")
+    }),
+    ("ts", |line| format!("May 01 12:00:00 {line}")),
+    ("buildkite", |line| {
+        format!("\u{1b}_bk;t=1714564800123\u{7}{line}")
     }),
     // A forum's typography outside a code block.
     ("typographic", |line| {
@@ -145,7 +161,16 @@ fn copies_of_wild_logs_get_the_answer_the_logs_get() {
         .collect();
     // A wrap leaves no time in front of a cut line's rest: a wrapped paste
     // never has one on every line.
-    let skip = |paths: &[String], name: &str| name == "stamped" && wrap_width(paths).is_some();
+    let stamped = [
+        "stamped",
+        "airflow",
+        "gitlab",
+        "exported",
+        "ts",
+        "buildkite",
+    ];
+    let skip =
+        |paths: &[String], name: &str| stamped.contains(&name) && wrap_width(paths).is_some();
     let differ = differences("copies", &copies, &skip);
     assert!(differ.is_empty(), "{}", differ.join("\n"));
     assert!(
@@ -156,9 +181,11 @@ fn copies_of_wild_logs_get_the_answer_the_logs_get() {
 
 /// Copies that change the bytes of a whole log: written by Windows
 /// PowerShell 5 (UTF-16 LE with its byte order mark, CRLF), kept by Docker's
-/// `json-file` log driver (one JSON object per line), and relayed by a Ray
-/// worker (its tag in front of every line, before any prefix the log had).
-const ENCODED: [(&str, Change); 3] = [
+/// `json-file` log driver (one JSON object per line), relayed by a Ray
+/// worker (its tag in front of every line, before any prefix the log had),
+/// pasted as one JSON string (line ends written as `\n`), shown by `cat
+/// -n`, and kept in a Jupyter notebook's output.
+const ENCODED: [(&str, Change); 6] = [
     ("powershell", |text| {
         let crlf = text.replace("\r\n", "\n").replace('\n', "\r\n");
         let mut bytes = vec![0xff, 0xfe];
@@ -186,6 +213,31 @@ const ENCODED: [(&str, Change); 3] = [
             .map(|line| format!("(RayTrainWorker pid=4242, ip=10.0.0.7) {line}\n"))
             .collect()
     }),
+    ("json-string", |text| {
+        format!("{}\n", serde_json::Value::String(text.to_owned()))
+    }),
+    ("numbered", |text| {
+        text.lines()
+            .enumerate()
+            .map(|(i, line)| format!("{:6}\t{line}\n", i + 1))
+            .collect()
+    }),
+    ("notebook", |text| {
+        let lines: Vec<String> = text.split_inclusive('\n').map(str::to_owned).collect();
+        let notebook = serde_json::json!({
+            "cells": [{
+                "cell_type": "code",
+                "execution_count": 1,
+                "metadata": {},
+                "source": ["!python train.py\n"],
+                "outputs": [{"name": "stderr", "output_type": "stream", "text": lines}],
+            }],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        });
+        format!("{notebook:#}")
+    }),
 ];
 
 #[test]
@@ -204,7 +256,15 @@ fn encoded_copies_of_wild_logs_get_the_answer_the_logs_get() {
             (name, Box::new(copy))
         })
         .collect();
-    let differ = differences("encoded", &copies, &|_, _| false);
+    // A log of one or two lines has next to no line end to write as `\n`.
+    let short = |paths: &[String]| {
+        paths.iter().any(|path| {
+            let bytes = std::fs::read(path).unwrap();
+            bytes.iter().filter(|&&b| b == b'\n').count() < 3
+        })
+    };
+    let skip = |paths: &[String], name: &str| name == "json-string" && short(paths);
+    let differ = differences("encoded", &copies, &skip);
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
 
@@ -305,4 +365,43 @@ fn a_paste_ending_in_blank_lines_stops_where_its_text_stops() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(read_at_end >= 3, "{read_at_end} cases read at the end");
     assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// Sampled cases whose logs, pasted with their line ends turned into
+/// spaces, keep their answer, as measured: a paste that lost its line
+/// ends is read again as lines only where its lines start as a log's
+/// lines do, so not every one can be.
+const FLATTENED_KEPT: usize = 181;
+
+/// The same logs pasted as one line each, their line ends turned into
+/// spaces (a chat, a web form): most get the answer the logs get.
+#[test]
+fn flattened_copies_of_wild_logs_mostly_get_the_answer_the_logs_get() {
+    let flatten: Copy = (
+        "flattened",
+        Box::new(|bytes: &[u8]| {
+            let text = String::from_utf8_lossy(bytes);
+            let joined: Vec<&str> = text.lines().collect();
+            format!("{}\n", joined.join(" ")).into_bytes()
+        }),
+    );
+    // Only logs of several lines, long enough to be read as lines again.
+    let short = |paths: &[String]| {
+        paths.iter().any(|path| {
+            let bytes = std::fs::read(path).unwrap();
+            bytes.len() < 512 || bytes.iter().filter(|&&b| b == b'\n').count() < 3
+        })
+    };
+    let taken = cases()
+        .into_iter()
+        .step_by(SAMPLE)
+        .filter(|case| !short(&log_paths(case)))
+        .count();
+    let differ = differences("flattened", &[flatten], &|paths, _| short(paths));
+    let kept = taken - differ.len();
+    assert!(
+        kept >= FLATTENED_KEPT,
+        "{kept} of {taken} flattened copies keep their answer (floor {FLATTENED_KEPT}); differ:\n{}",
+        differ.join("\n")
+    );
 }

@@ -1,9 +1,9 @@
 //! Arbitrary bytes as an input: compression sniffed and undone frame by
 //! frame (zstd frames and skippable frames, gzip members, xz streams and
 //! their padding; capped relative to the compressed bytes consumed), UTF-16
-//! text decoded, kind detected, JSON log lines read as their text, then read
-//! to the end in blocks of whole lines as the scanner
-//! reads it.
+//! text decoded, kind detected, a notebook read as its outputs, JSON log
+//! lines read as their text, line ends written as `\n` or lost put back,
+//! then read to the end in blocks of whole lines as the scanner reads it.
 #![no_main]
 
 use coroner_ingest::{open_reader, Block, BlockReader, MAX_LINE};

@@ -9,7 +9,9 @@
 //! - [`open`] decompresses by magic bytes (gzip, zstd, xz) and detects what
 //!   the content is ([`coroner_model::InputKind`]); decompressed size is
 //!   capped relative to compressed size ([`TEXT_EXPANSION`],
-//!   [`CORE_EXPANSION`]).
+//!   [`CORE_EXPANSION`]), and reads text as it was written: UTF-16, a
+//!   notebook's outputs, JSON log lines, line ends written as `\n` or
+//!   lost, lines listed newest first.
 //! - [`BlockReader`] streams blocks of whole lines with bounded memory: a
 //!   line longer than the read buffer is cut to [`MAX_LINE`] bytes, never
 //!   buffered whole.
@@ -32,11 +34,14 @@ mod blocks;
 mod clean;
 mod decoded;
 mod discover;
+mod escaped;
+mod flattened;
 mod follow;
 mod json_lines;
 mod limits;
 mod mapped;
 mod newest_first;
+mod notebook;
 mod open;
 mod parallel;
 #[cfg(unix)]

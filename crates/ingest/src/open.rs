@@ -1,7 +1,10 @@
 use crate::discover::{Input, InputSource};
+use crate::escaped::EscapedDecoder;
+use crate::flattened::FlattenedDecoder;
 use crate::json_lines::{JsonLinesDecoder, JsonLog};
 use crate::limits::{Capped, Counted, ExpansionLimit, CORE_EXPANSION, TEXT_EXPANSION};
 use crate::newest_first::{is_newest_first, reversed};
+use crate::notebook::NotebookDecoder;
 use crate::utf16::{Utf16, Utf16Decoder};
 use crate::xz_streams::XzStreams;
 use crate::zstd_frames::ZstdFrames;
@@ -62,8 +65,16 @@ pub struct Opened {
     pub kind: InputKind,
     /// The UTF-16 text it was decoded from.
     pub utf16: Option<Utf16>,
+    /// Whether it is a Jupyter notebook, read as its cells' outputs.
+    pub notebook: bool,
     /// The JSON objects, one per line, whose text it was read as.
     pub json_lines: Option<JsonLog>,
+    /// Whether some of its lines hold line ends written as `\n` (a string's
+    /// `repr`, a JSON value), and are read as the lines they hold.
+    pub escaped_breaks: bool,
+    /// Whether some of its lines lost their line ends (a paste whose line
+    /// ends became spaces), and are read as the lines they were.
+    pub lost_breaks: bool,
     /// Whether its lines were listed newest first, and are read reversed.
     pub newest_first: bool,
 }
@@ -74,7 +85,10 @@ impl Opened {
     pub fn is_verbatim(&self) -> bool {
         self.compression.is_none()
             && self.utf16.is_none()
+            && !self.notebook
             && self.json_lines.is_none()
+            && !self.escaped_breaks
+            && !self.lost_breaks
             && !self.newest_first
     }
 
@@ -84,11 +98,28 @@ impl Opened {
         if let Some(order) = self.utf16 {
             notes.push(format!("decoded from {}", order.as_str()));
         }
+        if self.notebook {
+            notes.push("read as a Jupyter notebook: the text its cells' outputs hold".to_owned());
+        }
         if let Some(log) = self.json_lines {
             notes.push(format!(
                 "read as JSON log lines: the text of each object's `{}`",
                 log.key()
             ));
+        }
+        if self.escaped_breaks {
+            notes.push(
+                "some lines hold line ends written as `\\n` (a string's repr, a JSON value): \
+                 read as the lines they hold"
+                    .to_owned(),
+            );
+        }
+        if self.lost_breaks {
+            notes.push(
+                "some lines lost their line ends (a paste whose line ends became spaces): \
+                 cut again before what starts a log's line"
+                    .to_owned(),
+            );
         }
         if self.newest_first {
             notes.push(
@@ -107,7 +138,10 @@ impl std::fmt::Debug for Opened {
             .field("compression", &self.compression)
             .field("kind", &self.kind)
             .field("utf16", &self.utf16)
+            .field("notebook", &self.notebook)
             .field("json_lines", &self.json_lines)
+            .field("escaped_breaks", &self.escaped_breaks)
+            .field("lost_breaks", &self.lost_breaks)
             .field("newest_first", &self.newest_first)
             .finish_non_exhaustive()
     }
@@ -159,7 +193,7 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
 /// reading fails with an error that says how far it got and which limit
 /// stopped it.
 pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
-    let (head, raw) = peek(raw, 6)?;
+    let (head, raw) = peek(raw, SNIFF_LEN, Stop::AtLine)?;
     let compression = Compression::sniff(&head);
     let packed = Arc::new(AtomicU64::new(0));
     let counted = Counted {
@@ -183,18 +217,38 @@ pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
             stopped: false,
         }),
     };
-    let (mut head, mut reader) = peek(decoded, SNIFF_LEN)?;
+    let (mut head, mut reader) = match compression {
+        // The bytes are the content: what was read of them is its head.
+        None => (head, decoded),
+        Some(_) => peek(decoded, SNIFF_LEN, Stop::AtLine)?,
+    };
     let utf16 = Utf16::sniff(&head);
     if let Some(order) = utf16 {
-        (head, reader) = peek(Box::new(Utf16Decoder::reader(reader, order)), SNIFF_LEN)?;
+        (head, reader) = decoded_head(Box::new(Utf16Decoder::reader(reader, order)))?;
     }
     let mut kind = detect_kind(&head);
+    // Each reading below is told by the head the readings before it left.
+    let notebook = kind.is_text() && crate::notebook::sniff(&head);
+    if notebook {
+        (head, reader) = decoded_head(Box::new(NotebookDecoder::reader(reader)))?;
+        kind = detect_kind(&head);
+    }
     let json_lines = match kind {
         kind if kind.is_text() => JsonLog::sniff(&head),
         _ => None,
     };
     if let Some(log) = json_lines {
-        (head, reader) = peek(Box::new(JsonLinesDecoder::reader(reader, log)), SNIFF_LEN)?;
+        (head, reader) = decoded_head(Box::new(JsonLinesDecoder::reader(reader, log)))?;
+        kind = detect_kind(&head);
+    }
+    let escaped_breaks = kind.is_text() && crate::escaped::sniff(&head);
+    if escaped_breaks {
+        (head, reader) = decoded_head(Box::new(EscapedDecoder::reader(reader)))?;
+        kind = detect_kind(&head);
+    }
+    let lost_breaks = kind.is_text() && crate::flattened::sniff(&head);
+    if lost_breaks {
+        (head, reader) = decoded_head(Box::new(FlattenedDecoder::reader(reader)))?;
         kind = detect_kind(&head);
     }
     let mut newest_first = false;
@@ -202,7 +256,7 @@ pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
     // lines, which a traceback's header seldom ends).
     if kind.is_text() && is_newest_first(&head, head.len() < SNIFF_LEN) {
         (reader, newest_first) = reversed(reader)?;
-        (head, reader) = peek(reader, SNIFF_LEN)?;
+        (head, reader) = decoded_head(reader)?;
         kind = detect_kind(&head);
     }
     if matches!(kind, InputKind::ElfCore | InputKind::CudaGpuCore) {
@@ -213,7 +267,10 @@ pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
         compression,
         kind,
         utf16,
+        notebook,
         json_lines,
+        escaped_breaks,
+        lost_breaks,
         newest_first,
     })
 }
@@ -222,23 +279,45 @@ fn set_limit(shared: &Mutex<ExpansionLimit>, to: ExpansionLimit) {
     *shared.lock().unwrap_or_else(|e| e.into_inner()) = to;
 }
 
-/// Reads up to `n` bytes (less when a read brings a whole line) and
-/// returns them together with a reader that yields the whole stream again
-/// from its first byte.
-fn peek(mut r: Box<dyn Read + Send>, n: usize) -> io::Result<(Vec<u8>, Box<dyn Read + Send>)> {
+/// The head of what a decoder (or a reversal) makes of an input, and a
+/// reader of all of it. A decoder hands out a piece at a time (a line of
+/// a JSON log), which may be too little to tell from: the head is read
+/// whole, so that on a live pipe it waits for [`SNIFF_LEN`] bytes or the
+/// end.
+fn decoded_head(decoded: Box<dyn Read + Send>) -> io::Result<(Vec<u8>, Box<dyn Read + Send>)> {
+    peek(decoded, SNIFF_LEN, Stop::Full)
+}
+
+/// When [`peek`] stops short of the bytes it asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// At the first read that brings a whole line: a pipe hands over what
+    /// it has, and a whole line is enough to go on with, rather than
+    /// waiting for more that may only come later (or never, while a job is
+    /// still running).
+    AtLine,
+    /// Only at the end of the input.
+    Full,
+}
+
+/// Reads up to `n` bytes (less where `stop` says) and returns them
+/// together with a reader that yields the whole stream again from its
+/// first byte.
+fn peek(
+    mut r: Box<dyn Read + Send>,
+    n: usize,
+    stop: Stop,
+) -> io::Result<(Vec<u8>, Box<dyn Read + Send>)> {
     let mut head = vec![0; n];
     let mut filled = 0;
     while let Some(free) = head.get_mut(filled..).filter(|f| !f.is_empty()) {
         match r.read(free) {
             Ok(0) => break,
             Ok(k) => {
-                // A pipe hands over what it has: a whole line is enough to
-                // go on with, rather than waiting for more that may only
-                // come later (or never, while a job is still running).
                 let new = free.get(..k).unwrap_or_default();
                 let line = memchr::memchr(b'\n', new).is_some();
                 filled += k.min(new.len());
-                if line {
+                if line && stop == Stop::AtLine {
                     break;
                 }
             }
@@ -456,6 +535,27 @@ fn count_below_space(bytes: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn opened(bytes: &[u8]) -> Opened {
+        open_reader(Box::new(Cursor::new(bytes.to_vec()))).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_short_first_line_does_not_cut_the_head() {
+        let nccl =
+            b"\nvm:1:1 [0] NCCL INFO Bootstrap\nvm:1:1 [0] NCCL INFO x\nvm:1:1 [0] NCCL WARN y\n";
+        assert_eq!(opened(nccl).kind, InputKind::NcclDebug);
+        // A decoder's first piece is one line: more is read to tell from.
+        let docker = concat!(
+            r#"{"log":"ok\n","stream":"stdout","time":"2024-03-01T10:11:12Z"}"#,
+            "\n",
+            r#"{"log":"vm:1:1 [0] NCCL INFO Bootstrap\n","stream":"stdout","time":"2024-03-01T10:11:12Z"}"#,
+            "\n",
+            r#"{"log":"vm:1:1 [0] NCCL WARN x\n","stream":"stdout","time":"2024-03-01T10:11:12Z"}"#,
+            "\n",
+        );
+        assert_eq!(opened(docker.as_bytes()).kind, InputKind::NcclDebug);
+    }
 
     #[test]
     fn kinds_from_content() {
