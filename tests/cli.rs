@@ -531,6 +531,48 @@ fn the_readme_quick_start_report_is_current() {
 /// first, given on standard input and as a file: read in the order they
 /// were written, with the root cause of the log as written.
 #[test]
+fn a_log_pasted_as_a_string_one_line_or_a_notebook_gets_the_answer_of_the_log() {
+    let scratch = Scratch::new("pasted-forms");
+    for rel in [
+        "logs/oom_simple.log",
+        "logs/assert_index.log",
+        "logs/torchrun_kill.log",
+    ] {
+        let (as_written, _) = analyze_json(&[&fixture(rel)]);
+        let log = String::from_utf8(fixture_bytes(rel)).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        let notebook = serde_json::json!({
+            "cells": [{"cell_type": "code", "metadata": {}, "source": ["!python train.py\n"],
+                "outputs": [{"name": "stderr", "output_type": "stream", "text": log}]}],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+        });
+        for (name, copy, note) in [
+            (
+                "repr.log",
+                format!("{}\n", serde_json::Value::String(log.clone())),
+                "written as",
+            ),
+            (
+                "flat.log",
+                format!("{}\n", lines.join(" ")),
+                "lost their line ends",
+            ),
+            ("run.ipynb", format!("{notebook:#}"), "Jupyter notebook"),
+        ] {
+            let path = scratch.path(name);
+            std::fs::write(&path, &copy).unwrap();
+            let (report, _) = analyze_json(&[path.to_str().unwrap()]);
+            assert_eq!(
+                report["root_cause"]["category"], as_written["root_cause"]["category"],
+                "{rel} as {name}"
+            );
+            let notes = report["inputs"][0]["notes"].to_string();
+            assert!(notes.contains(note), "{rel} as {name}: {notes}");
+        }
+    }
+}
+
+#[test]
 fn a_log_listed_newest_first_gets_the_answer_of_the_log() {
     let scratch = Scratch::new("newest-first");
     for rel in [
