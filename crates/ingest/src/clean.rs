@@ -194,12 +194,15 @@ fn strip_escapes(raw: &[u8], out: &mut Vec<u8>) {
             // Buildkite's agent hides each line's time in one): up to BEL
             // or ST (`ESC \`).
             Some(b']' | b'P' | b'X' | b'^' | b'_') => {
+                // Without its end on the line, it was a two-byte escape.
                 let mut escape = false;
-                for c in bytes.by_ref() {
-                    if c == 0x07 || (escape && c == b'\\') {
-                        break;
-                    }
+                let end = bytes.clone().position(|c| {
+                    let end = c == 0x07 || (escape && c == b'\\');
                     escape = c == 0x1b;
+                    end
+                });
+                if let Some(end) = end {
+                    bytes.nth(end);
                 }
             }
             // Two-byte `ESC x`, or an escape at the end of the line.
@@ -227,6 +230,7 @@ mod tests {
         assert_eq!(clean(b"\x1b]0;title\x07text"), b"text");
         assert_eq!(clean(b"\x1b_bk;t=1709287872123\x07Killed"), b"Killed");
         assert_eq!(clean(b"\x1bP1$r0m\x1b\\text"), b"text");
+        assert_eq!(clean(b"\x1b^Killed"), b"Killed");
     }
 
     #[test]

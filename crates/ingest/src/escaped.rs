@@ -7,11 +7,12 @@
 //! line is read as the lines it holds: its escapes undone (`\n`, `\r`,
 //! `\t`, the quotes, the backslash, JSON's `\uXXXX`, Python's `\xHH`).
 //!
-//! A line is read so when it holds at least [`MIN_BREAKS`] written line
-//! ends (or one, where it ends), and no fewer than the backslashes of
-//! Windows paths in it: a `\n`
-//! that goes on as a folder's name (`C:\Users\name\torch\nn\x.py`) is a
-//! path's, and so is a backslash before a letter no escape uses.
+//! A line is read so when it is one quoted string holding a written line
+//! end, or holds at least [`MIN_BREAKS`] of them with what starts a log's
+//! line after one; and no fewer than the backslashes of Windows paths in
+//! it (a backslash before a letter no escape uses). A `\n` that goes on as
+//! a folder's name (`C:\Users\name\torch\nn\x.py`) is not counted as a
+//! line end.
 
 use crate::decoded::{Decode, DecodedReader};
 use std::io::{self, BufRead, BufReader, Read};
@@ -24,23 +25,32 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 /// Whether `head` has a line (the last may be cut) that holds written line
 /// ends.
 pub fn sniff(head: &[u8]) -> bool {
-    head.split(|&b| b == b'\n').any(holds_breaks)
+    // Most heads hold no `\n` at all: told at once.
+    memchr::memmem::find(head, b"\\n").is_some() && head.split(|&b| b == b'\n').any(holds_breaks)
 }
 
-/// Whether `line` holds at least [`MIN_BREAKS`] written line ends, and no
-/// fewer than the backslashes of a Windows path in it.
+/// Whether `line` holds line ends written as `\\n`: one string in quotes
+/// (`'...'`, `"..."`, `b'...'`) with one at least, or else at least
+/// [`MIN_BREAKS`] of them, one followed by what starts a log's line (a
+/// traceback's header or frame, an exception, a time, `Killed`, ...); in
+/// either case no fewer than the backslashes of Windows paths in it. A
+/// program's source line (`f.write("a\\n" + "\\n".join(rows))`) or a path
+/// (`C:\\Users\\nick\\repos`) has no such start after its `\\n`.
 fn holds_breaks(line: &[u8]) -> bool {
     if memchr::memchr(b'\\', line).is_none() {
         return false;
     }
     let mut breaks = 0usize;
     let mut path = 0usize;
+    let mut starts = false;
     let mut at = 0;
     while let Some(found) = line.get(at..).and_then(|rest| memchr::memchr(b'\\', rest)) {
         let escape = at + found;
+        let after = line.get(escape + 2..).unwrap_or_default();
         match line.get(escape + 1).copied() {
-            Some(b'n') if !names_a_folder(line.get(escape + 2..).unwrap_or_default()) => {
+            Some(b'n') if !names_a_folder(after) => {
                 breaks += 1;
+                starts = starts || crate::flattened::starts_a_line(after);
             }
             Some(b'n' | b't' | b'r' | b'u' | b'x' | b'b' | b'f' | b'"' | b'\'' | b'/' | b'\\')
             | None => {}
@@ -50,15 +60,13 @@ fn holds_breaks(line: &[u8]) -> bool {
         // new one.
         at = escape + 2;
     }
-    // A string's last line end, written out where the line ends, is one
-    // too (`...1.39s/it]Killed\n`, `'...Killed\n'`).
-    let text = line.trim_ascii_end();
-    let text = text
-        .strip_suffix(b"\"")
-        .or_else(|| text.strip_suffix(b"'"))
-        .unwrap_or(text);
-    let last = text.ends_with(b"\\n") && !text.ends_with(b"\\\\n");
-    (breaks >= MIN_BREAKS || (breaks >= 1 && last)) && breaks >= path
+    let quoted = unquoted(line).len() + 2 <= line.trim_ascii().len();
+    let enough = if quoted {
+        breaks >= 1
+    } else {
+        breaks >= MIN_BREAKS && starts
+    };
+    enough && breaks >= path
 }
 
 /// Whether `s`, after a backslash and a letter, goes on as a folder of a
@@ -119,17 +127,29 @@ fn unquoted(line: &[u8]) -> &[u8] {
     let text = line.trim_ascii();
     let body = text.strip_prefix(b"b").unwrap_or(text);
     for quote in [b'"', b'\''] {
-        if let Some(inner) = body
+        let inner = body
             .strip_prefix(&[quote])
-            .and_then(|b| b.strip_suffix(&[quote]))
-        {
-            // A closing quote that is escaped is part of the text.
-            if !inner.ends_with(b"\\") || inner.ends_with(b"\\\\") {
-                return inner;
-            }
+            .and_then(|b| b.strip_suffix(&[quote]));
+        // One string: every quote inside it is escaped, and so is not the
+        // closing one (`"...\\"` ends in an escaped backslash).
+        if let Some(inner) = inner.filter(|inner| only_escaped(inner, quote)) {
+            return inner;
         }
     }
     line
+}
+
+/// Whether every `quote` in `text` is escaped, and `text` does not end in
+/// an escape's backslash.
+fn only_escaped(text: &[u8], quote: u8) -> bool {
+    let mut backslashes = 0usize;
+    for &b in text {
+        if b == quote && backslashes.is_multiple_of(2) {
+            return false;
+        }
+        backslashes = if b == b'\\' { backslashes + 1 } else { 0 };
+    }
+    backslashes.is_multiple_of(2)
 }
 
 /// Copies `line` into `out` with its escapes undone; an escape it does not
@@ -252,10 +272,10 @@ mod tests {
     }
 
     #[test]
-    fn a_line_ending_in_a_written_line_end_reads_as_a_line() {
+    fn a_quoted_string_ending_in_a_written_line_end_reads_as_a_line() {
         for (line, read_as) in [
             (
-                "29/30 [00:35<00:01,  1.39s/it]Killed\\n\n",
+                "'29/30 [00:35<00:01,  1.39s/it]Killed\\n'\n",
                 "29/30 [00:35<00:01,  1.39s/it]Killed\n",
             ),
             (
@@ -271,6 +291,14 @@ mod tests {
     #[test]
     fn windows_paths_and_a_single_escape_stay_as_they_are() {
         for line in [
+            // A program's source lines in a traceback.
+            r#"    f"Loss became infinite or NaN at iteration={storage.iter}!\n""#,
+            r#"    log.write("step\tloss\n" + "\n".join(rows))"#,
+            // A path whose folders start with the letters of escapes.
+            r#"  File "C:\Users\nick\repos\nanoGPT\train.py", line 3, in <module>"#,
+            r#"library=C:\WINDOWS\system32\nvcuda.dll error="symbol lookup failed""#,
+            // Two strings on one line.
+            r#""a\nb" and "d""#,
             r#"  File "C:\Users\name\anaconda3\lib\site-packages\torch\nn\modules\module.py", line 1102, in _call_impl"#,
             r#"print("a\nb") gave two lines"#,
             r"C:\\new\\net\\nvidia\\nccl.dll",

@@ -5,14 +5,18 @@
 //! again before what starts a line of a training log: a Python
 //! traceback's header, its frames, their source lines and its exception,
 //! a chained exception's announcement, glog's and PyTorch's C++ headers,
-//! a date and time, torchrun's and NCCL's line headers, and the last words
+//! a date and time, torchrun's, Ray's and NCCL's line headers, and the last words
 //! of a dying process (`terminate called after throwing`, `Segmentation
 //! fault`, `Killed`). The spaces before such a start, but the one that
 //! stood for the line end, are kept as its indentation.
 //!
 //! A line is cut so when it is at least [`MIN_LEN`] bytes long, holds at
-//! least [`MIN_STARTS`] such starts and few carriage returns (a progress
-//! bar's redraws are one long line of their own).
+//! least [`MIN_STARTS`] such starts past its own first, either strong ones
+//! (seldom found but at a line's start: a frame, a glog or NCCL header) or
+//! of at least [`MIN_KINDS`] kinds (a traceback's parts, a header, a
+//! process's last words: a message naming three dates or three exceptions
+//! is one line), and few carriage returns (a progress bar's redraws are
+//! one long line of their own).
 
 use crate::decoded::{Decode, DecodedReader};
 use nom::branch::alt;
@@ -24,8 +28,10 @@ use std::io::{self, BufRead, BufReader, Read};
 
 /// Shortest line that is read as several.
 const MIN_LEN: usize = 512;
-/// Line starts a line must hold to be read as several.
+/// Line starts a line must hold past its own first to be read as
+/// several: as many strong ones, or as many of this many kinds.
 const MIN_STARTS: usize = 3;
+const MIN_KINDS: usize = 2;
 /// Carriage returns a line may hold and still be read as several.
 const MAX_RETURNS: usize = 2;
 /// Longest file name a frame's may be.
@@ -47,23 +53,24 @@ fn breaks(line: &[u8]) -> Vec<usize> {
         return Vec::new();
     }
     let mut cuts = Vec::new();
-    let mut at = 1;
+    let mut starts = 0;
+    let mut kinds: Vec<Kind> = Vec::new();
     // Where the last start read ends: what it holds starts nothing
-    // (`[rank1]: RuntimeError:` is one line).
-    let mut covered = 0;
+    // (`[rank1]: RuntimeError:` is one line), nor does the line's own.
+    let mut covered = line_start(line).map_or(0, |(used, _, _)| used);
+    let mut strong = 0;
+    let mut at = covered.max(1);
     while at < line.len() {
         let before = line.get(at - 1).copied();
         let rest = line.get(at..).unwrap_or_default();
         let start = match before {
-            Some(b' ') if at > covered => line_start(rest)
-                .ok()
-                .map(|(after, _)| rest.len() - after.len()),
+            Some(b' ') if at > covered => line_start(rest),
             Some(b' ') => None,
             // `...1.39s/it]Killed`: a progress bar's line, the kill glued on.
-            Some(_) => killed_at_end(rest).then_some(rest.len()),
+            Some(_) => killed_at_end(rest).then_some((rest.len(), Kind::LastWords, false)),
             None => None,
         };
-        if let Some(used) = start {
+        if let Some((used, kind, is_strong)) = start {
             let spaces = line
                 .get(..at)
                 .unwrap_or_default()
@@ -75,6 +82,11 @@ fn breaks(line: &[u8]) -> Vec<usize> {
             let cut = if spaces == 0 { at } else { at - spaces + 1 };
             if cuts.last().is_none_or(|&last| last < cut) {
                 cuts.push(cut);
+            }
+            starts += 1;
+            strong += usize::from(is_strong);
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
             }
             if let Ok((after, _)) = frame(rest) {
                 // A frame's source line follows it, indented.
@@ -89,80 +101,160 @@ fn breaks(line: &[u8]) -> Vec<usize> {
         }
         at += 1;
     }
-    if cuts.len() < MIN_STARTS {
+    if !(strong >= MIN_STARTS || (starts >= MIN_STARTS && kinds.len() >= MIN_KINDS)) {
         cuts.clear();
     }
     cuts
 }
 
-/// What starts a line of a training log.
-fn line_start(s: &[u8]) -> IResult<&[u8], &[u8]> {
+/// What starts a line of a training log: how long it is, its kind (a
+/// Python traceback's part, a header of a logging setup or a launcher, or
+/// a process's last words) and whether it is strong, seldom found but at
+/// a line's start (a frame, a glog or NCCL header), or weak, also found
+/// inside a message (an exception's name, a date, `Killed`).
+fn line_start(s: &[u8]) -> Option<(usize, Kind, bool)> {
+    let groups: [(StartParser, Kind, bool); 6] = [
+        (traceback_strong, Kind::Traceback, true),
+        (header_strong, Kind::Header, true),
+        (last_words_strong, Kind::LastWords, true),
+        (traceback_weak, Kind::Traceback, false),
+        (header_weak, Kind::Header, false),
+        (last_words_weak, Kind::LastWords, false),
+    ];
+    groups.into_iter().find_map(|(parser, kind, strong)| {
+        let (rest, _) = parser(s).ok()?;
+        Some((s.len() - rest.len(), kind, strong))
+    })
+}
+
+/// Whether `text`, its indentation aside, starts as a line of a training
+/// log does.
+pub(crate) fn starts_a_line(text: &[u8]) -> bool {
+    let text = text.trim_ascii_start();
+    line_start(text).is_some() || killed_at_end(text)
+}
+
+/// A parser of one group of line starts.
+type StartParser = fn(&[u8]) -> IResult<&[u8], &[u8]>;
+
+/// The kinds of line starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Traceback,
+    Header,
+    LastWords,
+}
+
+fn traceback_strong(s: &[u8]) -> IResult<&[u8], &[u8]> {
     alt((
-        alt((
-            tag("Traceback (most recent call last):"),
-            tag("C++ Traceback (most recent call last):"),
-            tag("The above exception was the direct cause"),
-            tag("During handling of the above exception"),
-            tag("Error Message Summary:"),
-            frame,
-            exception,
-            ipython_header,
-            recognize(source_marks),
-            thread_header,
-            gdb_frame,
+        tag("Traceback (most recent call last):"),
+        tag("C++ Traceback (most recent call last):"),
+        tag("The above exception was the direct cause"),
+        tag("During handling of the above exception"),
+        tag("Error Message Summary:"),
+        frame,
+        ipython_header,
+        thread_header,
+        gdb_frame,
+    ))
+    .parse(s)
+}
+
+fn traceback_weak(s: &[u8]) -> IResult<&[u8], &[u8]> {
+    alt((exception, recognize(source_marks))).parse(s)
+}
+
+fn header_strong(s: &[u8]) -> IResult<&[u8], &[u8]> {
+    alt((
+        glog_header,
+        cuda_source_place,
+        tagged_level,
+        recognize((
+            char('['),
+            alt((tag("rank"), tag("default"))),
+            digit1,
+            tag("]:"),
+            take_while_m_n(0, 8, |b| b == b' '),
         )),
-        alt((
-            glog_header,
-            date_time,
-            cuda_source_place,
-            tagged_level,
-            recognize((
-                char('['),
-                alt((tag("rank"), tag("default"))),
-                digit1,
-                tag("]:"),
-                take_while_m_n(0, 8, |b| b == b' '),
+        nccl_header,
+        ray_tag,
+    ))
+    .parse(s)
+}
+
+fn header_weak(s: &[u8]) -> IResult<&[u8], &[u8]> {
+    alt((
+        date_time,
+        recognize((
+            alt((tag("slurmstepd"), tag("srun"), tag("sbatch"))),
+            opt((
+                char('-'),
+                take_while1(|b: u8| b.is_ascii_alphanumeric() || b == b'-'),
             )),
-            nccl_header,
+            tag(": "),
         )),
-        alt((
-            tag("terminate called after throwing"),
-            tag("what():"),
-            tag("Segmentation fault"),
-            tag("Aborted (core dumped)"),
-            tag("Fatal Python error:"),
-            // glibc's heap checks.
-            tag("double free or corruption"),
-            tag("free(): "),
-            tag("malloc(): "),
-            tag("munmap_chunk(): "),
-            tag("*** "),
-            tag("Root Cause (first observed failure):"),
-            recognize((
-                alt((tag("slurmstepd"), tag("srun"), tag("sbatch"))),
-                opt((
-                    char('-'),
-                    take_while1(|b: u8| b.is_ascii_alphanumeric() || b == b'-'),
-                )),
-                tag(": "),
+        // Python's default logging format, `LEVEL:logger:`.
+        recognize((
+            alt((
+                tag("WARNING"),
+                tag("ERROR"),
+                tag("INFO"),
+                tag("DEBUG"),
+                tag("CRITICAL"),
             )),
-            // Python's default logging format, `LEVEL:logger:`.
-            recognize((
-                alt((
-                    tag("WARNING"),
-                    tag("ERROR"),
-                    tag("INFO"),
-                    tag("DEBUG"),
-                    tag("CRITICAL"),
-                )),
-                char(':'),
-                take_while1(|b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'.'),
-                char(':'),
-            )),
-            killed,
+            char(':'),
+            take_while1(|b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'.'),
+            char(':'),
         )),
     ))
     .parse(s)
+}
+
+fn last_words_strong(s: &[u8]) -> IResult<&[u8], &[u8]> {
+    alt((
+        tag("terminate called after throwing"),
+        tag("Root Cause (first observed failure):"),
+        tag("Fatal Python error:"),
+    ))
+    .parse(s)
+}
+
+fn last_words_weak(s: &[u8]) -> IResult<&[u8], &[u8]> {
+    alt((
+        tag("what():"),
+        tag("Segmentation fault"),
+        tag("Aborted (core dumped)"),
+        // glibc's heap checks.
+        tag("double free or corruption"),
+        tag("free(): "),
+        tag("malloc(): "),
+        tag("munmap_chunk(): "),
+        tag("*** "),
+        killed,
+    ))
+    .parse(s)
+}
+
+/// Ray's tag of a worker's line, `(RayTrainWorker pid=1234, ip=10.0.0.1) `.
+fn ray_tag(s: &[u8]) -> IResult<&[u8], &[u8]> {
+    recognize((
+        char('('),
+        take_while1(|b: u8| b.is_ascii_alphanumeric() || b == b'_'),
+        take_while_m_n(0, 64, |b: u8| b != b')' && b != b'('),
+        tag(") "),
+    ))
+    .parse(s)
+    .and_then(|(rest, tag_text)| {
+        let named = tag_text.windows(5).any(|w| w == b" pid=") || tag_text.starts_with(b"(raylet)");
+        if named {
+            Ok((rest, tag_text))
+        } else {
+            Err(nom::Err::Error(nom::error::Error::new(
+                s,
+                nom::error::ErrorKind::Verify,
+            )))
+        }
+    })
 }
 
 /// `File "train.py", line 65, in load_batch`: a traceback's frame, up to
@@ -456,6 +548,23 @@ mod tests {
         // Long, but not a log's lines run together.
         let config = format!("config: {}", "lr=0.1 batch=32 model=gpt2 ".repeat(40));
         assert!(!sniff(config.as_bytes()));
+        // A message that names three dates, or three exceptions after a
+        // rank's prefix (its own start, and no cut).
+        let dates = format!(
+            "INFO resuming: {}",
+            (1..8)
+                .map(|i| format!("step-{i}000 saved 2024-03-0{i} 10:11:12 size 4.2 GiB"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let errors = format!(
+            "[rank1]: RuntimeError: retry failed after ValueError: bad shard {} and after KeyError: 'shard_7' {}",
+            "x".repeat(300),
+            "y".repeat(200)
+        );
+        for line in [dates, errors] {
+            assert!(!sniff(line.as_bytes()), "{line}");
+        }
         // A progress bar's redraws.
         let bar = format!(
             "{}Killed",

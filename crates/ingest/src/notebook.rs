@@ -6,15 +6,19 @@
 //! traceback of an error (`"traceback": [...]`, with the terminal's
 //! colours) and results (`"data": {"text/plain": [...]}`). The code is
 //! not evidence; the outputs are read, in the cells' order, as the log
-//! they were on screen. A notebook that does not parse is read as it is.
+//! they were on screen. A notebook that does not parse, or is larger than
+//! [`MAX_NOTEBOOK`], is read as it is.
 
 use crate::decoded::{Decode, DecodedReader};
 use serde::Deserialize;
 use std::io::{self, Read};
 
 /// Largest notebook read as one: a notebook is parsed whole (what is not
-/// text, such as images, is passed over without being kept).
+/// text, such as images, is passed over without being kept). A larger
+/// one is read as it is.
 const MAX_NOTEBOOK: u64 = 64 * 1024 * 1024;
+/// Bytes handed on at a time when a notebook is read as it is.
+const CHUNK: u64 = 1024 * 1024;
 
 /// The parts of a notebook read: its cells' outputs.
 #[derive(Deserialize)]
@@ -74,38 +78,57 @@ pub fn sniff(head: &[u8]) -> bool {
 /// A decoder of a notebook into the text of its outputs.
 pub struct NotebookDecoder<R> {
     inner: R,
-    done: bool,
+    state: State,
+}
+
+/// How far a [`NotebookDecoder`] is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Nothing read yet.
+    Start,
+    /// Too large to parse, or not a notebook after all: the bytes are
+    /// handed on as they are.
+    AsItIs,
+    Done,
 }
 
 impl<R: Read> NotebookDecoder<R> {
     /// A reader of the outputs of the notebook `inner` holds.
     pub fn reader(inner: R) -> DecodedReader<NotebookDecoder<R>> {
-        DecodedReader::new(NotebookDecoder { inner, done: false })
+        DecodedReader::new(NotebookDecoder {
+            inner,
+            state: State::Start,
+        })
     }
 }
 
 impl<R: Read> Decode for NotebookDecoder<R> {
     fn fill(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
-        if self.done {
-            return Ok(false);
+        match self.state {
+            State::Done => return Ok(false),
+            State::AsItIs => {
+                (&mut self.inner).take(CHUNK).read_to_end(out)?;
+                return Ok(!out.is_empty());
+            }
+            State::Start => {}
         }
-        self.done = true;
         let mut raw = Vec::new();
         (&mut self.inner)
             .take(MAX_NOTEBOOK + 1)
             .read_to_end(&mut raw)?;
-        if raw.len() as u64 > MAX_NOTEBOOK {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "a notebook larger than {} MiB is not read",
-                    MAX_NOTEBOOK >> 20
-                ),
-            ));
-        }
-        match serde_json::from_slice::<Notebook>(&raw) {
-            Ok(notebook) => outputs(&notebook, out),
-            Err(_) => *out = raw,
+        let parsed = (raw.len() as u64 <= MAX_NOTEBOOK)
+            .then(|| serde_json::from_slice::<Notebook>(&raw).ok())
+            .flatten();
+        match parsed {
+            Some(notebook) => {
+                outputs(&notebook, out);
+                self.state = State::Done;
+            }
+            // Read as it is, like any other text.
+            None => {
+                *out = raw;
+                self.state = State::AsItIs;
+            }
         }
         Ok(!out.is_empty())
     }

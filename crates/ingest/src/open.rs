@@ -158,7 +158,8 @@ pub fn open(input: &Input) -> io::Result<Opened> {
         #[cfg(not(unix))]
         InputSource::Pipe(path) => Box::new(File::open(path)?),
     };
-    open_reader(raw)
+    let live = matches!(input.source, InputSource::Stdin | InputSource::Pipe(_));
+    open_stream(raw, if live { Stop::AtLine } else { Stop::Full })
 }
 
 /// Opens `path`, which was a regular file when it was found, without
@@ -193,6 +194,14 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
 /// reading fails with an error that says how far it got and which limit
 /// stopped it.
 pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Opened> {
+    open_stream(raw, Stop::Full)
+}
+
+/// [`open_reader`], the head of a decoded input read up to `decoded`: a
+/// pipe's whole first line is enough to go on with (a job that is still
+/// running may print nothing more for a while), a file's is read whole.
+fn open_stream(raw: Box<dyn Read + Send>, decoded: Stop) -> io::Result<Opened> {
+    let decoded_head = |reader| peek(reader, SNIFF_LEN, decoded);
     let (head, raw) = peek(raw, SNIFF_LEN, Stop::AtLine)?;
     let compression = Compression::sniff(&head);
     let packed = Arc::new(AtomicU64::new(0));
@@ -279,15 +288,6 @@ fn set_limit(shared: &Mutex<ExpansionLimit>, to: ExpansionLimit) {
     *shared.lock().unwrap_or_else(|e| e.into_inner()) = to;
 }
 
-/// The head of what a decoder (or a reversal) makes of an input, and a
-/// reader of all of it. A decoder hands out a piece at a time (a line of
-/// a JSON log), which may be too little to tell from: the head is read
-/// whole, so that on a live pipe it waits for [`SNIFF_LEN`] bytes or the
-/// end.
-fn decoded_head(decoded: Box<dyn Read + Send>) -> io::Result<(Vec<u8>, Box<dyn Read + Send>)> {
-    peek(decoded, SNIFF_LEN, Stop::Full)
-}
-
 /// When [`peek`] stops short of the bytes it asks for.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Stop {
@@ -296,7 +296,8 @@ enum Stop {
     /// waiting for more that may only come later (or never, while a job is
     /// still running).
     AtLine,
-    /// Only at the end of the input.
+    /// Only at the end of the input: a decoder hands out a piece at a
+    /// time (a line of a JSON log), which may be too little to tell from.
     Full,
 }
 

@@ -136,8 +136,8 @@ fn syslog_header(s: &str) -> IResult<&str, &str> {
     // Without a process id, a word that is no host's (`CUDA error:`,
     // `Caught signal:` after moreutils `ts`'s time) is the program's text.
     let named = pid.is_some()
-        || (looks_like_host(host)
-            && (ident == "kernel" || (bsd && ident.starts_with(|c: char| c.is_ascii_lowercase()))));
+        || ident == "kernel"
+        || (bsd && looks_like_host(host) && ident.starts_with(|c: char| c.is_ascii_lowercase()));
     if named {
         Ok((rest, host))
     } else {
@@ -149,7 +149,7 @@ fn syslog_header(s: &str) -> IResult<&str, &str> {
 }
 
 /// Whether `name` looks like a host's name rather than a word: it has a
-/// digit, a dash or a dot in it, or no capital letter.
+/// digit, a dash, a dot or an underscore in it, or no capital letter.
 fn looks_like_host(name: &str) -> bool {
     name.bytes()
         .any(|b| b.is_ascii_digit() || matches!(b, b'-' | b'.' | b'_'))
@@ -293,6 +293,10 @@ mod tests {
         assert_eq!(
             line_host("Nov 29 21:00:10 DESKTOP-4F2K kernel: NVRM: Xid 79"),
             Some("DESKTOP-4F2K")
+        );
+        assert_eq!(
+            line_host("Nov 29 21:00:10 WORKSTATION kernel: NVRM: Xid 79"),
+            Some("WORKSTATION")
         );
         assert_eq!(
             line_host("2024-05-01T12:00:00.123456789Z CUDA Error: unknown error"),

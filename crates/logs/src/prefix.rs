@@ -509,7 +509,10 @@ fn month_day_clock(s: &str) -> IResult<&str, &str> {
 }
 
 /// What follows the line number `cat -n` and `nl` put in front of each
-/// line: the number, right-aligned, and a tab.
+/// line: the number, right-aligned, and a tab. (A pasted block's shared
+/// indentation may be gone already, and with it the alignment; a table's
+/// first column, `12\t0.52`, is taken for one too, which costs its
+/// matching nothing.)
 fn line_number(s: &str) -> Option<&str> {
     let parsed: IResult<&str, _> = (
         take_while_m_n(0, 8, |c| c == ' '),
