@@ -11,12 +11,12 @@
 //! stood for the line end, are kept as its indentation.
 //!
 //! A line is cut so when it is at least [`MIN_LEN`] bytes long, holds at
-//! least [`MIN_STARTS`] such starts past its own first, either strong ones
-//! (seldom found but at a line's start: a frame, a glog or NCCL header) or
-//! of at least [`MIN_KINDS`] kinds (a traceback's parts, a header, a
-//! process's last words: a message naming three dates or three exceptions
-//! is one line), and few carriage returns (a progress bar's redraws are
-//! one long line of their own).
+//! least [`MIN_STARTS`] such starts past its own first, with a strong one
+//! among them (seldom found but at a line's start: a frame, a glog or NCCL
+//! header) or of at least [`MIN_KINDS`] kinds (a traceback's parts, a
+//! header, a process's last words: a message naming three dates or three
+//! exceptions is one line), and few carriage returns (a progress bar's
+//! redraws are one long line of their own).
 
 use crate::decoded::{Decode, DecodedReader};
 use nom::branch::alt;
@@ -29,7 +29,8 @@ use std::io::{self, BufRead, BufReader, Read};
 /// Shortest line that is read as several.
 const MIN_LEN: usize = 512;
 /// Line starts a line must hold past its own first to be read as
-/// several: as many strong ones, or as many of this many kinds.
+/// several: as many strong ones, or as many with a strong one among them
+/// or of this many kinds.
 const MIN_STARTS: usize = 3;
 const MIN_KINDS: usize = 2;
 /// Carriage returns a line may hold and still be read as several.
@@ -101,7 +102,9 @@ fn breaks(line: &[u8]) -> Vec<usize> {
         }
         at += 1;
     }
-    if !(strong >= MIN_STARTS || (starts >= MIN_STARTS && kinds.len() >= MIN_KINDS)) {
+    let enough =
+        strong >= MIN_STARTS || (starts >= MIN_STARTS && (strong >= 1 || kinds.len() >= MIN_KINDS));
+    if !enough {
         cuts.clear();
     }
     cuts
