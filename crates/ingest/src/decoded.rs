@@ -1,7 +1,8 @@
 //! Readers that decode their input a piece at a time: a [`Decode`] makes
-//! each piece, a [`DecodedReader`] hands the pieces out.
+//! each piece, a [`DecodedReader`] hands the pieces out; a [`LineDecoder`]
+//! makes a piece of each line with a step of its own.
 
-use std::io::{self, Read};
+use std::io::{self, BufRead, BufReader, Read};
 
 /// Decodes an input into text a piece at a time.
 pub(crate) trait Decode {
@@ -45,5 +46,44 @@ impl<D: Decode> Read for DecodedReader<D> {
         }
         self.at += n;
         Ok(n)
+    }
+}
+
+/// Most bytes read as one line by a [`LineDecoder`]; a longer line is
+/// read in pieces this long.
+pub(crate) const MAX_DECODED_LINE: usize = 16 * 1024 * 1024;
+
+/// What a [`LineDecoder`] makes of each line: the line's text, with its
+/// line end, put in the output.
+pub(crate) type LineStep = fn(&[u8], &mut Vec<u8>);
+
+/// A decoder that reads its input a line at a time and makes each line's
+/// text with its step.
+pub struct LineDecoder<R> {
+    inner: BufReader<R>,
+    line: Vec<u8>,
+    step: LineStep,
+}
+
+/// A reader of the text `step` makes of each line of `inner`.
+pub(crate) fn line_reader<R: Read>(inner: R, step: LineStep) -> DecodedReader<LineDecoder<R>> {
+    DecodedReader::new(LineDecoder {
+        inner: BufReader::with_capacity(256 * 1024, inner),
+        line: Vec::new(),
+        step,
+    })
+}
+
+impl<R: Read> Decode for LineDecoder<R> {
+    fn fill(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        self.line.clear();
+        let n = (&mut self.inner)
+            .take(MAX_DECODED_LINE as u64)
+            .read_until(b'\n', &mut self.line)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        (self.step)(&self.line, out);
+        Ok(true)
     }
 }

@@ -14,13 +14,11 @@
 //! a folder's name (`C:\Users\name\torch\nn\x.py`) is not counted as a
 //! line end.
 
-use crate::decoded::{Decode, DecodedReader};
-use std::io::{self, BufRead, BufReader, Read};
+use crate::decoded::{line_reader, DecodedReader, LineDecoder};
+use std::io::Read;
 
 /// Written line ends a line needs to be read as lines.
 const MIN_BREAKS: usize = 2;
-/// Most bytes read as one line; a longer line is read in pieces this long.
-const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// Whether `head` has a line (the last may be cut) that holds written line
 /// ends.
@@ -82,40 +80,21 @@ fn names_a_folder(s: &[u8]) -> bool {
             .is_some_and(|b| !matches!(b, b'\\' | b'n' | b't' | b'r' | b'"' | b'\''))
 }
 
-/// A decoder of an input whose lines may hold written line ends.
-pub struct EscapedDecoder<R> {
-    inner: BufReader<R>,
-    line: Vec<u8>,
+/// A reader of `inner` with the lines its lines hold.
+pub fn reader<R: Read>(inner: R) -> DecodedReader<LineDecoder<R>> {
+    line_reader(inner, decode_line)
 }
 
-impl<R: Read> EscapedDecoder<R> {
-    /// A reader of `inner` with the lines its lines hold.
-    pub fn reader(inner: R) -> DecodedReader<EscapedDecoder<R>> {
-        DecodedReader::new(EscapedDecoder {
-            inner: BufReader::with_capacity(256 * 1024, inner),
-            line: Vec::new(),
-        })
-    }
-}
-
-impl<R: Read> Decode for EscapedDecoder<R> {
-    fn fill(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
-        self.line.clear();
-        let n = (&mut self.inner)
-            .take(MAX_LINE as u64)
-            .read_until(b'\n', &mut self.line)?;
-        if n == 0 {
-            return Ok(false);
+/// Puts `line` in `out`, as the lines it holds where it holds written line
+/// ends.
+fn decode_line(line: &[u8], out: &mut Vec<u8>) {
+    if holds_breaks(line) {
+        unescape(unquoted(line), out);
+        if line.ends_with(b"\n") && !out.ends_with(b"\n") {
+            out.push(b'\n');
         }
-        if holds_breaks(&self.line) {
-            unescape(unquoted(&self.line), out);
-            if self.line.ends_with(b"\n") && !out.ends_with(b"\n") {
-                out.push(b'\n');
-            }
-        } else {
-            out.extend_from_slice(&self.line);
-        }
-        Ok(true)
+    } else {
+        out.extend_from_slice(line);
     }
 }
 
@@ -241,7 +220,7 @@ mod tests {
 
     fn read(input: &[u8]) -> String {
         let mut out = Vec::new();
-        EscapedDecoder::reader(input)
+        reader(input)
             .read_to_end(&mut out)
             .unwrap_or_else(|e| panic!("{e}"));
         String::from_utf8_lossy(&out).into_owned()

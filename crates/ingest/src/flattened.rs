@@ -18,13 +18,13 @@
 //! exceptions is one line), and few carriage returns (a progress bar's
 //! redraws are one long line of their own).
 
-use crate::decoded::{Decode, DecodedReader};
+use crate::decoded::{line_reader, DecodedReader, LineDecoder};
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_while1, take_while_m_n};
 use nom::character::complete::{char, digit1, one_of};
 use nom::combinator::{opt, recognize, verify};
 use nom::{IResult, Parser};
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::Read;
 
 /// Shortest line that is read as several.
 const MIN_LEN: usize = 512;
@@ -37,8 +37,6 @@ const MIN_KINDS: usize = 2;
 const MAX_RETURNS: usize = 2;
 /// Longest file name a frame's may be.
 const MAX_PATH: usize = 4096;
-/// Most bytes read as one line; a longer line is read in pieces this long.
-const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// Whether `head` has a line (the last may be cut) whose line ends were
 /// lost.
@@ -473,43 +471,23 @@ fn killed_at_end(s: &[u8]) -> bool {
         .is_some_and(|rest| rest.iter().all(u8::is_ascii_whitespace))
 }
 
-/// A decoder of an input whose lines may have lost their line ends.
-pub struct FlattenedDecoder<R> {
-    inner: BufReader<R>,
-    line: Vec<u8>,
+/// A reader of `inner` with its lost line ends put back.
+pub fn reader<R: Read>(inner: R) -> DecodedReader<LineDecoder<R>> {
+    line_reader(inner, decode_line)
 }
 
-impl<R: Read> FlattenedDecoder<R> {
-    /// A reader of `inner` with its lost line ends put back.
-    pub fn reader(inner: R) -> DecodedReader<FlattenedDecoder<R>> {
-        DecodedReader::new(FlattenedDecoder {
-            inner: BufReader::with_capacity(256 * 1024, inner),
-            line: Vec::new(),
-        })
+/// Puts `line` in `out`, cut again where it lost its line ends.
+fn decode_line(line: &[u8], out: &mut Vec<u8>) {
+    let mut from = 0;
+    for cut in breaks(line) {
+        let piece = line.get(from..cut).unwrap_or_default();
+        // The space that stood for the line end goes.
+        let piece = piece.strip_suffix(b" ").unwrap_or(piece);
+        out.extend_from_slice(piece);
+        out.push(b'\n');
+        from = cut;
     }
-}
-
-impl<R: Read> Decode for FlattenedDecoder<R> {
-    fn fill(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
-        self.line.clear();
-        let n = (&mut self.inner)
-            .take(MAX_LINE as u64)
-            .read_until(b'\n', &mut self.line)?;
-        if n == 0 {
-            return Ok(false);
-        }
-        let mut from = 0;
-        for cut in breaks(&self.line) {
-            let piece = self.line.get(from..cut).unwrap_or_default();
-            // The space that stood for the line end goes.
-            let piece = piece.strip_suffix(b" ").unwrap_or(piece);
-            out.extend_from_slice(piece);
-            out.push(b'\n');
-            from = cut;
-        }
-        out.extend_from_slice(self.line.get(from..).unwrap_or_default());
-        Ok(true)
-    }
+    out.extend_from_slice(line.get(from..).unwrap_or_default());
 }
 
 #[cfg(test)]
@@ -518,7 +496,7 @@ mod tests {
 
     fn read(input: &[u8]) -> String {
         let mut out = Vec::new();
-        FlattenedDecoder::reader(input)
+        reader(input)
             .read_to_end(&mut out)
             .unwrap_or_else(|e| panic!("{e}"));
         String::from_utf8_lossy(&out).into_owned()

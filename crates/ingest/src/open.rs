@@ -1,6 +1,4 @@
 use crate::discover::{Input, InputSource};
-use crate::escaped::EscapedDecoder;
-use crate::flattened::FlattenedDecoder;
 use crate::json_lines::{JsonLinesDecoder, JsonLog};
 use crate::limits::{Capped, Counted, ExpansionLimit, CORE_EXPANSION, TEXT_EXPANSION};
 use crate::newest_first::{is_newest_first, reversed};
@@ -252,12 +250,12 @@ fn open_stream(raw: Box<dyn Read + Send>, decoded: Stop) -> io::Result<Opened> {
     }
     let escaped_breaks = kind.is_text() && crate::escaped::sniff(&head);
     if escaped_breaks {
-        (head, reader) = decoded_head(Box::new(EscapedDecoder::reader(reader)))?;
+        (head, reader) = decoded_head(Box::new(crate::escaped::reader(reader)))?;
         kind = detect_kind(&head);
     }
     let lost_breaks = kind.is_text() && crate::flattened::sniff(&head);
     if lost_breaks {
-        (head, reader) = decoded_head(Box::new(FlattenedDecoder::reader(reader)))?;
+        (head, reader) = decoded_head(Box::new(crate::flattened::reader(reader)))?;
         kind = detect_kind(&head);
     }
     let mut newest_first = false;
