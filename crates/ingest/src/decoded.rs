@@ -87,3 +87,13 @@ impl<R: Read> Decode for LineDecoder<R> {
         Ok(true)
     }
 }
+
+/// The whole text `reader` gives, for the decoders' tests.
+#[cfg(test)]
+pub(crate) fn read_all(mut reader: impl Read) -> String {
+    let mut out = Vec::new();
+    reader
+        .read_to_end(&mut out)
+        .unwrap_or_else(|e| panic!("{e}"));
+    String::from_utf8_lossy(&out).into_owned()
+}

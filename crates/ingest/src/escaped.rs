@@ -219,11 +219,7 @@ mod tests {
     use super::*;
 
     fn read(input: &[u8]) -> String {
-        let mut out = Vec::new();
-        reader(input)
-            .read_to_end(&mut out)
-            .unwrap_or_else(|e| panic!("{e}"));
-        String::from_utf8_lossy(&out).into_owned()
+        crate::decoded::read_all(reader(input))
     }
 
     #[test]

@@ -396,13 +396,7 @@ fn exception(s: &[u8]) -> IResult<&[u8], &[u8]> {
 
 /// glog's header: `E1104 10:22:31.124100 ` (level, month and day, time).
 fn glog_header(s: &[u8]) -> IResult<&[u8], &[u8]> {
-    recognize((
-        one_of("IWEF"),
-        take_while_m_n(4, 4, |b: u8| b.is_ascii_digit()),
-        char(' '),
-        clock,
-    ))
-    .parse(s)
+    recognize((one_of("IWEF"), digits(4), char(' '), clock)).parse(s)
 }
 
 /// A date and a time of day, bracketed or not (`2024-03-01 10:11:12`,
@@ -410,27 +404,27 @@ fn glog_header(s: &[u8]) -> IResult<&[u8], &[u8]> {
 fn date_time(s: &[u8]) -> IResult<&[u8], &[u8]> {
     recognize((
         opt(char('[')),
-        take_while_m_n(4, 4, |b: u8| b.is_ascii_digit()),
+        digits(4),
         char('-'),
-        take_while_m_n(2, 2, |b: u8| b.is_ascii_digit()),
+        digits(2),
         char('-'),
-        take_while_m_n(2, 2, |b: u8| b.is_ascii_digit()),
+        digits(2),
         one_of(" T"),
         clock,
     ))
     .parse(s)
 }
 
+/// Exactly `n` ASCII digits.
+fn digits<'a>(
+    n: usize,
+) -> impl Parser<&'a [u8], Output = &'a [u8], Error = nom::error::Error<&'a [u8]>> {
+    take_while_m_n(n, n, |b: u8| b.is_ascii_digit())
+}
+
 /// `10:11:12`.
 fn clock(s: &[u8]) -> IResult<&[u8], &[u8]> {
-    recognize((
-        take_while_m_n(2, 2, |b: u8| b.is_ascii_digit()),
-        char(':'),
-        take_while_m_n(2, 2, |b: u8| b.is_ascii_digit()),
-        char(':'),
-        take_while_m_n(2, 2, |b: u8| b.is_ascii_digit()),
-    ))
-    .parse(s)
+    recognize((digits(2), char(':'), digits(2), char(':'), digits(2))).parse(s)
 }
 
 /// NCCL's line header: `host:pid:tid [device] NCCL `.
@@ -495,11 +489,7 @@ mod tests {
     use super::*;
 
     fn read(input: &[u8]) -> String {
-        let mut out = Vec::new();
-        reader(input)
-            .read_to_end(&mut out)
-            .unwrap_or_else(|e| panic!("{e}"));
-        String::from_utf8_lossy(&out).into_owned()
+        crate::decoded::read_all(reader(input))
     }
 
     const LOG: &str = "[2024-03-01 10:11:12,123] INFO loading the model from /data/checkpoints/step-1000 with 8 shards over 8 ranks\n\

@@ -172,11 +172,7 @@ mod tests {
     use super::*;
 
     fn read(input: &[u8]) -> String {
-        let mut out = Vec::new();
-        NotebookDecoder::reader(input)
-            .read_to_end(&mut out)
-            .unwrap_or_else(|e| panic!("{e}"));
-        String::from_utf8_lossy(&out).into_owned()
+        crate::decoded::read_all(NotebookDecoder::reader(input))
     }
 
     #[test]
