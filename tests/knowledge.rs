@@ -261,3 +261,45 @@ fn the_xid_table_has_the_codes_seen_in_practice_with_sources() {
     }
     assert!(Path::new(&crate::util::root().join("knowledge/xid.toml")).exists());
 }
+
+/// A warning explains other warnings of the categories its rule names
+/// (no driver library makes a missing cuDNN beside it no cause of its
+/// own), never a failure.
+#[test]
+fn a_warning_explains_only_warnings() {
+    // https://github.com/codalab/codalab-worksheets/pull/324: TensorFlow 0.x
+    // in a container started without the host's driver libraries.
+    let tf = "\
+I tensorflow/stream_executor/dso_loader.cc:105] successfully opened CUDA library libcublas.so locally
+I tensorflow/stream_executor/dso_loader.cc:99] Couldn't open CUDA library libcudnn.so. LD_LIBRARY_PATH:
+I tensorflow/stream_executor/cuda/cuda_dnn.cc:1407] Unable to load cuDNN DSO
+I tensorflow/stream_executor/dso_loader.cc:99] Couldn't open CUDA library libcuda.so.1. LD_LIBRARY_PATH:
+I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:146] libcuda reported version is: Not found: was unable to find libcuda.so DSO loaded into this program
+";
+    let analyze = |text: &str| -> serde_json::Value {
+        let out = run(&["analyze", "--format", "json", "-"], Some(text.as_bytes()));
+        serde_json::from_slice(&out.stdout).expect("JSON report")
+    };
+    let report = analyze(tf);
+    assert_eq!(report["root_cause"]["rule"], "tf-libcuda-missing");
+    let cudnn = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "tf-dso-load-failed")
+        .expect("the cuDNN warning");
+    assert_eq!(cudnn["explained_by"], "tf-libcuda-missing");
+
+    // A failure of the explained category stays a cause.
+    let with_error = format!(
+        "{tf}ImportError: libcudnn.so.5: cannot open shared object file: No such file or directory\n"
+    );
+    let report = analyze(&with_error);
+    assert_eq!(report["root_cause"]["category"], "library-mismatch");
+    assert!(report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .all(|f| f["explained_by"].is_null()));
+}
