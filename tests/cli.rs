@@ -602,3 +602,43 @@ fn a_log_listed_newest_first_gets_the_answer_of_the_log() {
         }
     }
 }
+
+/// A zip archive (a CI system's log download, an issue's attachment) is
+/// read as the folder it holds: the same root cause, rank and evidence,
+/// each member named inside the archive.
+#[test]
+fn a_zip_archive_is_read_as_the_folder_it_holds() {
+    let (folder, code) = analyze_json(&["fixtures/multi-gpu/oom"]);
+    assert_eq!(code, 1);
+    let (zipped, code) = analyze_json(&["fixtures/archives/multi-gpu-oom.zip"]);
+    assert_eq!(code, 1);
+    let root_cause = |r: &serde_json::Value| {
+        (
+            r["root_cause"]["category"].clone(),
+            r["root_cause"]["rank"].clone(),
+            r["root_cause"]["rule"].clone(),
+        )
+    };
+    assert_eq!(root_cause(&zipped), root_cause(&folder));
+    let evidence: Vec<&str> = zipped["root_cause"]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["input"].as_str())
+        .collect();
+    assert!(
+        evidence.contains(
+            &"fixtures/archives/multi-gpu-oom.zip:oom/logs/none_nm2blbhw/attempt_0/1/stderr.log"
+        ),
+        "{evidence:?}"
+    );
+    // The same bytes in a file that is no archive are read as text.
+    let scratch = Scratch::new("not-a-zip");
+    let fake = scratch.path("log.zip");
+    std::fs::write(&fake, fixture_bytes("logs/oom_simple.log")).unwrap();
+    let (report, code) = analyze_json(&[&scratch.display("log.zip")]);
+    assert_eq!(
+        (report["root_cause"]["category"].as_str(), code),
+        (Some("gpu-oom"), 1)
+    );
+}

@@ -122,6 +122,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
                     .find(|(p, _)| p == path)
                     .map(|(_, name)| name.as_str())
             }
+            coroner_ingest::InputSource::ZipMember(_) => None,
         };
         if let Some(name) = name {
             input.display = coroner_model::inert(name).into_owned();

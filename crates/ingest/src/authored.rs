@@ -142,6 +142,15 @@ pub fn is_loadable_elf(head: &[u8]) -> bool {
     }
 }
 
+/// Whether a file's name alone says it is written by hand (source, a
+/// notebook, a doc); a data format's content is not looked at.
+pub(crate) fn authored_by_name(file_name: &str) -> bool {
+    matches!(
+        kind_by_name(&file_name.to_ascii_lowercase()),
+        NameSays::Authored(_)
+    )
+}
+
 enum NameSays {
     Authored(Authored),
     DataFormat,

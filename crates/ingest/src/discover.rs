@@ -1,5 +1,7 @@
+use crate::authored;
 use crate::selection::Selection;
 use crate::walk::{walk, WalkedDirectory};
+use crate::zip_members::{self, ZipMember};
 use coroner_model::shown_path;
 use std::path::{Path, PathBuf};
 
@@ -13,6 +15,8 @@ pub enum InputSource {
     /// A named pipe given on the command line (`<(cmd)`, `/dev/stdin`,
     /// `/dev/fd/N`, a FIFO): read once, as a stream, as `cat` would.
     Pipe(PathBuf),
+    /// A member of a zip archive.
+    ZipMember(ZipMember),
 }
 
 /// One input to analyse.
@@ -73,7 +77,7 @@ pub fn discover(paths: &[String], selection: &Selection) -> Discovery {
         match std::fs::metadata(path) {
             Err(e) => found.errors.push((arg.clone(), e.to_string())),
             Ok(meta) if meta.is_dir() => walk(path, selection, &mut found),
-            Ok(meta) if meta.is_file() => found.inputs.push(file_input(path, true)),
+            Ok(meta) if meta.is_file() => push_file(&mut found, file_input(path, true)),
             Ok(meta) if is_pipe(&meta) => found.inputs.push(Input {
                 source: InputSource::Pipe(path.to_path_buf()),
                 ..file_input(path, true)
@@ -98,6 +102,64 @@ fn is_pipe(meta: &std::fs::Metadata) -> bool {
     {
         let _ = meta;
         false
+    }
+}
+
+/// Adds a file found on the command line or in a directory: a zip archive
+/// is its members, the others are themselves.
+pub(crate) fn push_file(found: &mut Discovery, input: Input) {
+    let InputSource::File(path) = &input.source else {
+        found.inputs.push(input);
+        return;
+    };
+    // A file named on the command line is looked at whatever its name; in a
+    // directory only `.zip` files are.
+    let named = input.explicit || zip_members::is_zip_name(path);
+    if !named || !zip_members::has_zip_magic(path) {
+        found.inputs.push(input);
+        return;
+    }
+    let listing = match zip_members::list(path) {
+        Ok(listing) => listing,
+        Err(why) => {
+            found.errors.push((input.display, why));
+            return;
+        }
+    };
+    let inside = |name: &str| format!("{}:{name}", input.display);
+    for (name, why) in listing.skipped {
+        found.skipped.push((inside(&name), why));
+    }
+    if listing.left_out > 0 {
+        found.errors.push((
+            input.display.clone(),
+            format!(
+                "{} members past the first {} were not read",
+                listing.left_out,
+                zip_members::MAX_MEMBERS
+            ),
+        ));
+    }
+    for member in listing.members {
+        let display = inside(&member.name);
+        let member_path = Path::new(&member.name);
+        let file_name = member_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if authored::authored_by_name(&file_name) {
+            found
+                .skipped
+                .push((display, "source code, a notebook or a doc".to_owned()));
+            continue;
+        }
+        found.inputs.push(Input {
+            display,
+            rank: rank_from_path(member_path),
+            source: InputSource::ZipMember(member),
+            explicit: false,
+            loadable_elf: None,
+        });
     }
 }
 
@@ -143,6 +205,45 @@ fn rank_from_name(path: &Path) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zip_archive_is_its_members_but_code_and_docs() {
+        let dir = std::env::temp_dir().join(format!("coroner-discover-zip-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let zip = crate::zip_members::tests::zip_of(&[
+            (
+                "run/logs/rank1.log",
+                b"RuntimeError: CUDA error: out of memory\n",
+                true,
+            ),
+            ("run/train.py", b"import torch\n", false),
+            ("run/README.md", b"# notes\n", true),
+        ]);
+        std::fs::write(dir.join("run.zip"), &zip).unwrap_or_else(|e| panic!("{e}"));
+        // Named without its extension, it is still an archive.
+        std::fs::write(dir.join("artifact"), &zip).unwrap_or_else(|e| panic!("{e}"));
+        for name in ["run.zip", "artifact"] {
+            let path = dir.join(name).to_string_lossy().into_owned();
+            let found = discover(std::slice::from_ref(&path), &Selection::default());
+            let inputs: Vec<(&str, Option<u32>)> = found
+                .inputs
+                .iter()
+                .map(|i| (i.display.as_str(), i.rank))
+                .collect();
+            let member = format!("{}:run/logs/rank1.log", shown_path(Path::new(&path)));
+            assert_eq!(inputs, [(member.as_str(), Some(1))], "{name}");
+            assert_eq!(found.skipped.len(), 2, "{:?}", found.skipped);
+        }
+        // In a directory, a file is an archive only by its name.
+        let found = discover(&[dir.to_string_lossy().into_owned()], &Selection::default());
+        let displays: Vec<&str> = found.inputs.iter().map(|i| i.display.as_str()).collect();
+        assert_eq!(displays.len(), 2, "{displays:?}");
+        assert!(displays
+            .iter()
+            .any(|d| d.ends_with("run.zip:run/logs/rank1.log")));
+        assert!(displays.iter().any(|d| d.ends_with("artifact")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn ranks_from_file_names() {

@@ -55,7 +55,7 @@ impl<'a> Follow<'a, Box<dyn Read + Send>> {
     ) -> Self {
         let identity = match &input.source {
             InputSource::File(path) => identity(path),
-            InputSource::Stdin | InputSource::Pipe(_) => None,
+            InputSource::Stdin | InputSource::Pipe(_) | InputSource::ZipMember(_) => None,
         };
         Follow {
             inner,

@@ -58,6 +58,7 @@ mod text;
 mod utf16;
 mod walk;
 mod xz_streams;
+mod zip_members;
 mod zstd_frames;
 
 pub use authored::{authored_kind, is_loadable_elf, Authored, LOOK_LEN};
@@ -76,4 +77,5 @@ pub use text::lossy;
 pub use utf16::Utf16;
 pub use walk::{PassedOver, WalkedDirectory};
 pub use xz_streams::XZ_MEMLIMIT;
+pub use zip_members::ZipMember;
 pub use zstd_frames::ZSTD_WINDOW_LOG_MAX;

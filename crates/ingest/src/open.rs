@@ -155,6 +155,7 @@ pub fn open(input: &Input) -> io::Result<Opened> {
         InputSource::Pipe(path) => Box::new(crate::pipe::open_pipe(path)?),
         #[cfg(not(unix))]
         InputSource::Pipe(path) => Box::new(File::open(path)?),
+        InputSource::ZipMember(member) => crate::zip_members::open_member(member)?,
     };
     let live = matches!(input.source, InputSource::Stdin | InputSource::Pipe(_));
     open_stream(raw, if live { Stop::AtLine } else { Stop::Full })

@@ -2,7 +2,7 @@
 //! inputs, and what was passed over and why.
 
 use crate::authored::look;
-use crate::discover::{file_input, Discovery, Input};
+use crate::discover::{file_input, push_file, Discovery, Input};
 use crate::parallel::parallel_map;
 use crate::selection::{IgnoreFiles, IgnoreVerdict, Selection, IGNORE_FILE};
 use coroner_model::shown_path;
@@ -186,10 +186,11 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
         if looked.is_some_and(|l| l.authored.is_some()) {
             walked.authored.push(&file.rel, false);
         } else {
-            found.inputs.push(Input {
+            let input = Input {
                 loadable_elf: looked.and_then(|l| l.loadable_elf),
                 ..file_input(&file.path, false)
-            });
+            };
+            push_file(found, input);
         }
     }
     if !walked.is_empty() {
