@@ -8,7 +8,7 @@ root=..
 corpus=corpus
 head_len=$((256 * 1024))
 rm -rf "$corpus"
-mkdir -p "$corpus"/{line,rule_file,host_core,gpu_core,open,pickle,flight,snapshot,stack_dump,render}
+mkdir -p "$corpus"/{line,rule_file,host_core,gpu_core,open,pickle,flight,snapshot,stack_dump,render,zip_archive}
 
 # Text: every log and text fixture, at most 64 KiB of each.
 find "$root/fixtures" -type f \( -name '*.log' -o -name '*.txt' \) -print0 | sort -z |
@@ -109,3 +109,7 @@ rm -f "$hostile"
 
 # Legacy zstd: a v0.7 frame of one raw block.
 printf '\047\265\057\375\000\120\100\000\005hello\300\000\000' >"$corpus/open/legacy-v07.zst"
+
+# Zip archives: the fixture archive, and the hostile one the first run found.
+cp "$root/fixtures/archives/multi-gpu-oom.zip" "$root/tests/data/zip-bad-extra-field.zip" \
+  "$corpus/zip_archive/"

@@ -371,9 +371,9 @@ fn a_paste_ending_in_blank_lines_stops_where_its_text_stops() {
 /// ends turned into spaces, keep their answer: a paste that lost its line
 /// ends is read again as lines only where its lines start as a log's lines
 /// do, so not every one can be. The sample is every tenth case, so it moves
-/// as the corpus grows: 182 of 190 kept, then 175 of 192 after a batch of
-/// 19 cases moved it; the whole training split keeps 94.4%.
-const FLATTENED_KEPT_PERCENT: usize = 90;
+/// as the corpus grows: 182 of 190 kept, then 175 of 192 (91.1%) after a
+/// batch of 19 cases moved it; the whole training split keeps 94.4%.
+const FLATTENED_KEPT_PERCENT: usize = 91;
 
 /// The same logs pasted as one line each, their line ends turned into
 /// spaces (a chat, a web form): most get the answer the logs get.

@@ -1517,3 +1517,36 @@ fn a_core_of_200_000_threads_is_read_in_bounded_memory() {
     );
     assert_peak_below(run.peak_kib, 256, "200 000 threads");
 }
+
+/// Zip archives made to break their reader: a directory entry whose extra
+/// field lies about its length (found by fuzzing, it made an older `zip`
+/// crate panic) and a `.zip` cut in half (members whose bytes overlap, a
+/// zip bomb's trick, are refused in `zip_members`' own tests). Each is an
+/// error of its own entry that names the file; the other input is still
+/// analysed.
+#[test]
+fn hostile_zip_archives_are_errors_of_their_own_entry() {
+    let scratch = Scratch::new("hostile-zip");
+    let whole = std::fs::read("fixtures/archives/multi-gpu-oom.zip").unwrap();
+    std::fs::write(scratch.path("cut.zip"), &whole[..whole.len() / 2]).unwrap();
+    let oom = fixture("logs/oom_simple.log");
+    for zip in [
+        "tests/data/zip-bad-extra-field.zip".to_owned(),
+        scratch.display("cut.zip"),
+    ] {
+        let run = analyze_bounded(&[&zip, &oom], Duration::from_secs(60));
+        run.assert_survived();
+        let entry = run.report["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["path"] == zip.as_str())
+            .unwrap_or_else(|| panic!("{zip}: no entry of its own: {}", run.report["inputs"]));
+        assert!(
+            entry["errors"][0]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("zip")),
+            "{entry}"
+        );
+    }
+}

@@ -72,11 +72,10 @@ struct Waiting {
 }
 
 impl Unexplained {
-    /// The findings of `most` severity or less that are still unexplained.
-    fn new(findings: &[Finding], most: Severity) -> Self {
+    fn new(findings: &[Finding]) -> Self {
         let mut all = Unexplained::default();
         for (i, f) in findings.iter().enumerate() {
-            if f.explained_by.is_some() || f.role == Role::Context || f.severity > most {
+            if f.explained_by.is_some() || f.role == Role::Context {
                 continue;
             }
             let waiting = all
@@ -134,36 +133,12 @@ impl Unexplained {
 /// appearance; one that is itself explained explains nothing. A finding
 /// explains those of the categories its rule `explains` and, by the
 /// cascades across ranks, those of other categories on other known ranks.
-/// Failures explain findings of any severity; a warning explains only other
-/// warnings (no driver library explains a missing cuDNN), never a failure.
 pub(crate) fn apply(findings: &mut [Finding], rules: &RuleSet) {
-    explain(
-        findings,
-        rules,
-        |s| s >= Severity::Error,
-        Severity::Critical,
-    );
-    explain(
-        findings,
-        rules,
-        |s| s == Severity::Warning,
-        Severity::Warning,
-    );
-}
-
-/// One pass of [`apply`]: the causes whose severity `explains` accepts
-/// explain the findings of `most` severity or less.
-fn explain(
-    findings: &mut [Finding],
-    rules: &RuleSet,
-    explains: impl Fn(Severity) -> bool,
-    most: Severity,
-) {
     let mut order: Vec<usize> = (0..findings.len())
-        .filter(|&i| findings[i].role == Role::Cause && explains(findings[i].severity))
+        .filter(|&i| findings[i].role == Role::Cause && findings[i].severity >= Severity::Error)
         .collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(findings[i].severity), i));
-    let mut waiting = Unexplained::new(findings, most);
+    let mut waiting = Unexplained::new(findings);
     let mut explained = Vec::new();
     for at in order {
         if findings[at].explained_by.is_some() {

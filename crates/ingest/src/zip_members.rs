@@ -95,10 +95,16 @@ pub(crate) fn list(path: &Path) -> Result<Listing, String> {
             listing.skipped.push((name, "encrypted".to_owned()));
             continue;
         }
+        let Some(offset) = member.data_start() else {
+            listing
+                .skipped
+                .push((name, "its data's place is unknown".to_owned()));
+            continue;
+        };
         listing.members.push(ZipMember {
             archive: path.to_path_buf(),
             name,
-            offset: member.data_start(),
+            offset,
             packed: member.compressed_size(),
             deflated,
         });
