@@ -126,7 +126,8 @@ pub(crate) fn push_file(found: &mut Discovery, input: Input) {
             return;
         }
     };
-    let inside = |name: &str| format!("{}:{name}", input.display);
+    // A member's name is the archive's bytes: shown inert, as a path is.
+    let inside = |name: &str| format!("{}:{}", input.display, coroner_model::inert(name));
     for (name, why) in listing.skipped {
         found.skipped.push((inside(&name), why));
     }
