@@ -77,6 +77,20 @@ pub(crate) struct Capped<R> {
     pub(crate) stopped: bool,
 }
 
+impl<R> Capped<R> {
+    /// `inner`'s output, capped by `limit` relative to the compressed bytes
+    /// counted in `packed`.
+    pub(crate) fn new(inner: R, packed: Arc<AtomicU64>, limit: Arc<Mutex<ExpansionLimit>>) -> Self {
+        Capped {
+            inner,
+            packed,
+            limit,
+            out: 0,
+            stopped: false,
+        }
+    }
+}
+
 impl<R: Read> Read for Capped<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.stopped {

@@ -217,13 +217,7 @@ fn open_stream(raw: Box<dyn Read + Send>, decoded: Stop) -> io::Result<Opened> {
     let limit = Arc::new(Mutex::new(TEXT_EXPANSION));
     let decoded: Box<dyn Read + Send> = match compression {
         None => decoded,
-        Some(_) => Box::new(Capped {
-            inner: decoded,
-            packed,
-            limit: Arc::clone(&limit),
-            out: 0,
-            stopped: false,
-        }),
+        Some(_) => Box::new(Capped::new(decoded, packed, Arc::clone(&limit))),
     };
     let (mut head, mut reader) = match compression {
         // The bytes are the content: what was read of them is its head.

@@ -142,13 +142,11 @@ pub(crate) fn open_member(member: &ZipMember) -> io::Result<Box<dyn Read + Send>
         inner: raw,
         count: Arc::clone(&packed),
     };
-    Ok(Box::new(Capped {
-        inner: flate2::read::DeflateDecoder::new(counted),
+    Ok(Box::new(Capped::new(
+        flate2::read::DeflateDecoder::new(counted),
         packed,
-        limit: Arc::new(Mutex::new(TEXT_EXPANSION)),
-        out: 0,
-        stopped: false,
-    }))
+        Arc::new(Mutex::new(TEXT_EXPANSION)),
+    )))
 }
 
 #[cfg(test)]
