@@ -247,6 +247,25 @@ mod tests {
     }
 
     #[test]
+    fn a_members_name_is_shown_inert() {
+        let dir = std::env::temp_dir().join(format!("coroner-zip-name-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let zip = crate::zip_members::tests::zip_of(&[("log\x1b[2J.txt", b"text\n", false)]);
+        let path = dir.join("escape.zip");
+        std::fs::write(&path, &zip).unwrap_or_else(|e| panic!("{e}"));
+        let found = discover(
+            &[path.to_string_lossy().into_owned()],
+            &Selection::default(),
+        );
+        let display = found.inputs.first().map(|i| i.display.as_str());
+        assert!(
+            display.is_some_and(|d| d.ends_with(":log^[[2J.txt")),
+            "{display:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn ranks_from_file_names() {
         assert_eq!(rank_from_path(Path::new("logs/rank3.log")), Some(3));
         assert_eq!(rank_from_path(Path::new("rank_12.txt")), Some(12));
