@@ -77,7 +77,7 @@ pub fn discover(paths: &[String], selection: &Selection) -> Discovery {
         match std::fs::metadata(path) {
             Err(e) => found.errors.push((arg.clone(), e.to_string())),
             Ok(meta) if meta.is_dir() => walk(path, selection, &mut found),
-            Ok(meta) if meta.is_file() => push_file(&mut found, file_input(path, true)),
+            Ok(meta) if meta.is_file() => push_file(&mut found, file_input(path, true), selection),
             Ok(meta) if is_pipe(&meta) => found.inputs.push(Input {
                 source: InputSource::Pipe(path.to_path_buf()),
                 ..file_input(path, true)
@@ -106,8 +106,12 @@ fn is_pipe(meta: &std::fs::Metadata) -> bool {
 }
 
 /// Adds a file found on the command line or in a directory: a zip archive
-/// is its members, the others are themselves.
-pub(crate) fn push_file(found: &mut Discovery, input: Input) {
+/// is its members, the others are themselves. Members are chosen as a
+/// directory's files are: hidden ones (and macOS's `__MACOSX` copies) and
+/// those `--exclude` names are left out, source, notebooks and docs
+/// skipped unless `--include` names them; a named archive's members are
+/// read as named files are.
+pub(crate) fn push_file(found: &mut Discovery, input: Input, selection: &Selection) {
     let InputSource::File(path) = &input.source else {
         found.inputs.push(input);
         return;
@@ -127,6 +131,12 @@ pub(crate) fn push_file(found: &mut Discovery, input: Input) {
         }
     };
     // A member's name is the archive's bytes: shown inert, as a path is.
+    if listing.members.is_empty() && listing.skipped.is_empty() && listing.left_out == 0 {
+        found
+            .errors
+            .push((input.display, "an empty archive: no file in it".to_owned()));
+        return;
+    }
     let inside = |name: &str| format!("{}:{}", input.display, coroner_model::inert(name));
     for (name, why) in listing.skipped {
         found.skipped.push((inside(&name), why));
@@ -144,21 +154,32 @@ pub(crate) fn push_file(found: &mut Discovery, input: Input) {
     for member in listing.members {
         let display = inside(&member.name);
         let member_path = Path::new(&member.name);
-        let file_name = member_path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if authored::authored_by_name(&file_name) {
-            found
-                .skipped
-                .push((display, "source code, a notebook or a doc".to_owned()));
+        let hidden = member_path.components().any(|c| {
+            let part = c.as_os_str().to_string_lossy();
+            part.starts_with('.') || part == "__MACOSX"
+        });
+        let why = if hidden {
+            Some("hidden")
+        } else if selection.excludes(member_path, false) {
+            Some("left out by --exclude")
+        } else if !selection.includes(member_path, false)
+            && member_path
+                .file_name()
+                .is_some_and(|n| authored::authored_by_name(&n.to_string_lossy()))
+        {
+            Some("source code, a notebook or a doc")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            found.skipped.push((display, why.to_owned()));
             continue;
         }
         found.inputs.push(Input {
             display,
             rank: rank_from_path(member_path),
             source: InputSource::ZipMember(member),
-            explicit: false,
+            explicit: input.explicit,
             loadable_elf: None,
         });
     }
@@ -243,6 +264,49 @@ mod tests {
             .iter()
             .any(|d| d.ends_with("run.zip:run/logs/rank1.log")));
         assert!(displays.iter().any(|d| d.ends_with("artifact")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn hidden_excluded_and_empty_archives_are_left_out_with_a_reason() {
+        let dir = std::env::temp_dir().join(format!("coroner-zip-pick-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let zip = crate::zip_members::tests::zip_of(&[
+            ("run/rank0.log", b"text\n", false),
+            ("run/.cache/x.log", b"text\n", false),
+            ("__MACOSX/run/._rank0.log", b"\0\x05", false),
+            ("run/old/rank1.log", b"text\n", false),
+            ("run/train.py", b"import torch\n", false),
+        ]);
+        let path = dir.join("pick.zip");
+        std::fs::write(&path, &zip).unwrap_or_else(|e| panic!("{e}"));
+        let selection = Selection::new(&["**/train.py".to_owned()], &["**/old".to_owned()])
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let found = discover(&[path.to_string_lossy().into_owned()], &selection);
+        let read: Vec<&str> = found
+            .inputs
+            .iter()
+            .filter_map(|i| i.display.rsplit(':').next())
+            .collect();
+        assert_eq!(
+            read,
+            ["run/rank0.log", "run/train.py"],
+            "{:?}",
+            found.skipped
+        );
+        let reasons: Vec<&str> = found.skipped.iter().map(|(_, why)| why.as_str()).collect();
+        assert_eq!(reasons, ["hidden", "hidden", "left out by --exclude"]);
+        std::fs::write(&path, crate::zip_members::tests::zip_of(&[]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let found = discover(
+            &[path.to_string_lossy().into_owned()],
+            &Selection::default(),
+        );
+        assert!(found.inputs.is_empty());
+        assert!(found
+            .errors
+            .iter()
+            .any(|(_, why)| why.contains("empty archive")));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -40,7 +40,7 @@ impl Compression {
         }
     }
 
-    fn sniff(head: &[u8]) -> Option<Compression> {
+    pub(crate) fn sniff(head: &[u8]) -> Option<Compression> {
         if head.starts_with(&[0x1f, 0x8b]) {
             Some(Compression::Gzip)
         } else if crate::zstd_frames::is_zstd(head) {

@@ -190,7 +190,7 @@ pub(crate) fn walk(root: &Path, selection: &Selection, found: &mut Discovery) {
                 loadable_elf: looked.and_then(|l| l.loadable_elf),
                 ..file_input(&file.path, false)
             };
-            push_file(found, input);
+            push_file(found, input, selection);
         }
     }
     if !walked.is_empty() {
