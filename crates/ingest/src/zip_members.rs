@@ -67,6 +67,11 @@ pub(crate) fn has_zip_magic(path: &Path) -> bool {
         .is_ok_and(|()| magic == *b"PK\x03\x04" || magic == *b"PK\x05\x06")
 }
 
+/// A little-endian number of up to 8 bytes.
+fn le(bytes: &[u8]) -> u64 {
+    bytes.iter().rev().fold(0, |v, &x| (v << 8) | u64::from(x))
+}
+
 /// Reads the end of the archive's directory from the file's last bytes
 /// (the zip64 record where it points to one) and refuses a directory too
 /// large to read, or an end that is missing or points past itself: the
@@ -84,11 +89,7 @@ fn check_directory(file: &mut File) -> Result<(), String> {
         .windows(22)
         .rposition(|w| w.starts_with(b"PK\x05\x06"))
         .ok_or("not a zip archive: no end of its directory in its last 64 KiB")?;
-    let field = |from: usize, n: usize| -> u64 {
-        tail.get(at + from..at + from + n).map_or(0, |b| {
-            b.iter().rev().fold(0, |v, &x| (v << 8) | u64::from(x))
-        })
-    };
+    let field = |from: usize, n: usize| tail.get(at + from..at + from + n).map_or(0, le);
     let (mut entries, mut size, mut offset) = (field(10, 2), field(12, 4), field(16, 4));
     let end = start + at as u64;
     if entries == 0xFFFF || size == 0xFFFF_FFFF || offset == 0xFFFF_FFFF {
@@ -96,18 +97,13 @@ fn check_directory(file: &mut File) -> Result<(), String> {
         // end record's place.
         let locator = at.checked_sub(20).and_then(|l| tail.get(l..l + 20));
         let record_at = match locator {
-            Some(l) if l.get(..4) == Some(b"PK\x06\x07".as_slice()) => {
-                l.get(8..16).map_or(0, |b| {
-                    b.iter().rev().fold(0, |v, &x| (v << 8) | u64::from(x))
-                })
-            }
+            Some(l) if l.get(..4) == Some(b"PK\x06\x07".as_slice()) => l.get(8..16).map_or(0, le),
             _ => return Err("not a zip archive: a zip64 end without its locator".to_owned()),
         };
         let mut record = [0u8; 56];
         file.seek(SeekFrom::Start(record_at))
             .and_then(|_| file.read_exact(&mut record))
             .map_err(|e| format!("not a zip archive: its zip64 end record: {e}"))?;
-        let le = |b: &[u8]| b.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x));
         if record.get(..4) != Some(b"PK\x06\x06".as_slice()) {
             return Err(
                 "not a zip archive: no zip64 end record where its locator points".to_owned(),
