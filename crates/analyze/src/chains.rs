@@ -7,8 +7,14 @@
 //! ones wrap it or are failures of its handler. So when the finding of a
 //! later exception and the finding of an earlier one of the same chain are
 //! both in the report, the later is a consequence of the earlier.
+//!
+//! Except where the earlier names no cause: a bare exception that only a
+//! generic rule read (`RuntimeError: basic_ios::clear: iostream error`)
+//! does not explain a later one that a specific rule read (`unexpected pos
+//! 832 vs 726`, the same failed write as the writer's check words it); the
+//! later says what the earlier was.
 
-use coroner_model::{Finding, Role, Severity};
+use coroner_model::{Category, Finding, Role, Severity};
 
 /// Marks each finding whose traceback chain holds an earlier exception
 /// that another finding (of error severity, a cause, from the same input)
@@ -35,6 +41,8 @@ pub(crate) fn apply(findings: &mut [Finding]) {
                             && f.first_seen.line == earlier.line
                             && f.role == Role::Cause
                             && f.severity >= Severity::Error
+                            && (f.category != Category::PythonError
+                                || later.category == Category::PythonError)
                     })
                 })
                 .map(|f| f.rule.clone())
