@@ -574,3 +574,95 @@ fn the_cuda_malloc_async_oom_message_is_read() {
         assert_eq!(report["findings"].as_array().unwrap().len(), 1, "{log}");
     }
 }
+
+/// Single-GPU failures across frameworks, recorded on an H200
+/// (fixtures/README.md, `one-gpu/`): (input, root-cause category, rank).
+const ONE_GPU: &[(&str, &str, Option<u64>)] = &[
+    ("jax_oom.log", "gpu-oom", None),
+    ("jax_nan.log", "nan-inf-loss", None),
+    ("jax_bad_shape.log", "python-error", None),
+    ("cupy_oom.log", "gpu-oom", None),
+    ("triton_smem.log", "launch-failure", None),
+    ("triton_illegal.log", "illegal-memory-access", None),
+    ("torch_no_gpu.log", "cuda-unavailable", None),
+    ("torch_bad_ordinal.log", "invalid-device", None),
+    ("torch_device_mismatch.log", "device-mismatch", None),
+    ("torch_dtype_mismatch.log", "device-mismatch", None),
+    ("lightning_devices.log", "invalid-device", None),
+    ("hf_flash_attn.log", "missing-module", None),
+    ("cublas_full.log", "gpu-oom", Some(0)),
+    ("cudnn_full.log", "gpu-oom", Some(0)),
+    ("dataloader_small_shm.log", "shm-exhausted", None),
+    ("disk_full.log", "disk-full", None),
+    ("permission_denied.log", "permission-denied", None),
+    ("host-oom-cgroup", "host-oom", None),
+    ("contention", "gpu-contention", None),
+    ("cuda_c_sm80_only.log", "no-kernel-image", None),
+    ("cuda_c_launch_2048_threads.log", "launch-failure", None),
+    ("nccl_net_ib.log", "nccl-config", Some(0)),
+    ("torchrun_port_taken.log", "rendezvous-failure", None),
+    ("rdzv_one_node_of_two.log", "rendezvous-failure", None),
+];
+
+#[test]
+fn each_single_gpu_failure_gets_its_root_cause() {
+    let mut wrong = Vec::new();
+    for &(rel, category, rank) in ONE_GPU {
+        let (report, code) = analyze_json(&[&format!("fixtures/one-gpu/{rel}")]);
+        let root = &report["root_cause"];
+        let got = (root["category"].as_str(), root["rank"].as_u64());
+        if got != (Some(category), rank) || code != 1 {
+            wrong.push(format!(
+                "{rel}: expected {category} rank {rank:?}, got {got:?} (exit {code})"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_single_gpu_machine_description_is_healthy() {
+    for rel in ["versions.txt", "nvidia-smi.txt"] {
+        let (report, code) = analyze_json(&[&format!("fixtures/one-gpu/{rel}")]);
+        assert_eq!(report["root_cause"]["category"], "unknown", "{rel}");
+        assert_eq!(code, 0, "{rel}");
+    }
+}
+
+/// A DataLoader worker killed by SIGKILL, with no kernel log: the OOM
+/// killer is the usual sender, but this worker killed itself, and nothing
+/// in the log tells the two apart.
+#[test]
+fn a_killed_worker_without_a_kernel_log_is_not_a_confident_host_oom() {
+    let (report, code) = analyze_json(&["fixtures/one-gpu/dl_killed.log"]);
+    assert_eq!(code, 1);
+    let root = &report["root_cause"];
+    assert_ne!(root["confidence"], "high", "{root}");
+}
+
+/// Over gloo, the rank that times out is the one that waited: rank 0
+/// reports the timeout of the all_reduce rank 1 never reached.
+#[test]
+fn a_gloo_timeout_is_a_collective_timeout() {
+    let (report, code) = analyze_json(&["fixtures/one-gpu/gloo_rank1_stuck.log"]);
+    assert_eq!(code, 1);
+    assert_eq!(report["root_cause"]["category"], "collective-timeout");
+}
+
+/// The first exception of a chain (`basic_ios::clear: iostream error`)
+/// names no cause; the writer's check raised while handling it (`unexpected
+/// pos`) does: the full disk is the root cause, not a Python error.
+#[test]
+fn a_bare_exception_does_not_explain_the_specific_one_raised_while_handling_it() {
+    let (report, _) = analyze_json(&["fixtures/one-gpu/disk_full.log"]);
+    let root = &report["root_cause"];
+    assert_eq!(root["category"], "disk-full");
+    assert_eq!(root["rule"], "disk-full");
+    let explained = report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["category"] == "disk-full")
+        .all(|f| f["explained_by"].is_null());
+    assert!(explained, "{report}");
+}
