@@ -1,6 +1,6 @@
 //! Lines as log collectors and launchers pass them on: a real log with a
-//! Kubernetes time or a Slurm task label in front of every line reads as
-//! the plain log does.
+//! Kubernetes time, a pod's name or a Slurm task label in front of every
+//! line reads as the plain log does.
 
 use crate::util::{analyze_json, fixture};
 
@@ -63,4 +63,17 @@ fn a_slurm_task_label_names_the_rank() {
     assert_eq!(report["root_cause"]["category"], "gpu-oom");
     assert_eq!(report["root_cause"]["rank"], 3);
     assert!(frames(&report).contains(&("forward".to_owned(), 8)));
+}
+
+/// `kubectl logs --prefix` names each line's pod and container: the
+/// out-of-memory error and its traceback read as without it.
+#[test]
+fn kubectl_pod_prefixes_are_removed() {
+    let (plain, _) = analyze_json(&[&fixture("logs/oom_train.log")]);
+    let prefixed = analyze_prefixed("logs/oom_train.log", |_| {
+        "[pod/llm-pretrain-worker-0/pytorch] ".to_owned()
+    });
+    assert_eq!(prefixed["root_cause"]["rule"], plain["root_cause"]["rule"]);
+    assert_eq!(frames(&prefixed), frames(&plain));
+    assert!(!frames(&plain).is_empty());
 }

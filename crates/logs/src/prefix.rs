@@ -22,7 +22,8 @@ pub struct Prefixed<'a> {
 
 /// Removes what launchers and log collectors put in front of a program's
 /// lines, in this order: the line number of `cat -n` or `nl`, the time
-/// Buildkite's agent hides in a control string, Docker Compose's service
+/// Buildkite's agent hides in a control string, the pod and container
+/// `kubectl logs --prefix` names (`[pod/train-0/pytorch] `), Docker Compose's service
 /// tag (`trainer-1  | `,
 /// `trainer_1  | `), the node name pdsh puts in front of a remote
 /// command's lines (DeepSpeed's multi-node launcher: `worker-1: `,
@@ -84,6 +85,7 @@ fn strip_once(line: &str, outermost: bool) -> Prefixed<'_> {
     let line = if outermost {
         let line = line_number(line).unwrap_or(line);
         let line = buildkite_time(line).unwrap_or(line);
+        let line = kubectl_source(line).unwrap_or(line);
         let line = compose_service_tag(line).unwrap_or(line);
         pdsh_node(line).unwrap_or(line)
     } else {
@@ -187,6 +189,28 @@ fn compose_service_tag(s: &str) -> Option<&str> {
         Some(after) => Some(after),
         None => rest.is_empty().then_some(rest),
     }
+}
+
+/// What follows the source `kubectl logs --prefix` puts in front of each
+/// line: `[pod/NAME/CONTAINER] ` (a pod's container; several pods' lines
+/// interleave under `-l`) or `[node/NAME] `. The names are Kubernetes
+/// object names: lower-case letters, digits, `-` and `.`.
+fn kubectl_source(s: &str) -> Option<&str> {
+    let name = || {
+        take_while1(|c: char| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.')
+        })
+    };
+    let parsed: IResult<&str, _> = (
+        char('['),
+        alt((
+            recognize((tag("pod/"), name(), char('/'), name())),
+            recognize((tag("node/"), name())),
+        )),
+        tag("] "),
+    )
+        .parse(s);
+    parsed.ok().map(|(rest, _)| rest)
 }
 
 /// What follows the node name pdsh (and DeepSpeed's launcher through it)
@@ -975,6 +999,30 @@ mod tests {
             "3 apples\tpears",
         ] {
             assert_eq!(strip_rank_prefix(line).rest, line, "{line}");
+        }
+    }
+
+    #[test]
+    fn kubectl_sources() {
+        for (line, rank, rest) in [
+            (
+                "[pod/llama-worker-0/pytorch] MemoryError: Unable to allocate",
+                None,
+                "MemoryError: Unable to allocate",
+            ),
+            (
+                "[pod/job.x-master-0/trainer] 2024-05-01T12:00:00.123456Z [rank3]: x",
+                Some(3),
+                "x",
+            ),
+            ("[node/gpu-node-7] NVRM: Xid 79", None, "NVRM: Xid 79"),
+            // A program's own brackets are not a source.
+            ("[pod/a] x", None, "[pod/a] x"),
+            ("[Pod/a/b] x", None, "[Pod/a/b] x"),
+            ("[pod/a/b]x", None, "[pod/a/b]x"),
+        ] {
+            let p = strip_rank_prefix(line);
+            assert_eq!((p.rank, p.rest), (rank, rest), "{line}");
         }
     }
 
