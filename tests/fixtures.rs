@@ -46,11 +46,15 @@ fn name_of(rel: &str) -> String {
     rel.rsplit('/').next().unwrap_or(rel).replace('.', "_")
 }
 
-#[test]
-fn each_failing_fixture_gets_its_root_cause() {
+/// Each input of `expected` (its path made by `path`) that does not get
+/// its root-cause category and rank, and exit code 1, as a line to show.
+fn wrong_root_causes(
+    expected: &[(&str, &str, Option<u64>)],
+    path: impl Fn(&str) -> String,
+) -> Vec<String> {
     let mut wrong = Vec::new();
-    for &(rel, category, rank) in EXPECTED {
-        let (report, code) = analyze_json(&[&fixture(rel)]);
+    for &(rel, category, rank) in expected {
+        let (report, code) = analyze_json(&[&path(rel)]);
         let root = &report["root_cause"];
         let got = (root["category"].as_str(), root["rank"].as_u64());
         if got != (Some(category), rank) || code != 1 {
@@ -59,6 +63,12 @@ fn each_failing_fixture_gets_its_root_cause() {
             ));
         }
     }
+    wrong
+}
+
+#[test]
+fn each_failing_fixture_gets_its_root_cause() {
+    let wrong = wrong_root_causes(EXPECTED, fixture);
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
@@ -606,17 +616,7 @@ const ONE_GPU: &[(&str, &str, Option<u64>)] = &[
 
 #[test]
 fn each_single_gpu_failure_gets_its_root_cause() {
-    let mut wrong = Vec::new();
-    for &(rel, category, rank) in ONE_GPU {
-        let (report, code) = analyze_json(&[&format!("fixtures/one-gpu/{rel}")]);
-        let root = &report["root_cause"];
-        let got = (root["category"].as_str(), root["rank"].as_u64());
-        if got != (Some(category), rank) || code != 1 {
-            wrong.push(format!(
-                "{rel}: expected {category} rank {rank:?}, got {got:?} (exit {code})"
-            ));
-        }
-    }
+    let wrong = wrong_root_causes(ONE_GPU, |rel| format!("fixtures/one-gpu/{rel}"));
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 

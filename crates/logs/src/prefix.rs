@@ -23,9 +23,9 @@ pub struct Prefixed<'a> {
 /// Removes what launchers and log collectors put in front of a program's
 /// lines, in this order: the line number of `cat -n` or `nl`, the time
 /// Buildkite's agent hides in a control string, the pod and container
-/// `kubectl logs --prefix` names (`[pod/train-0/pytorch] `), Docker Compose's service
-/// tag (`trainer-1  | `,
-/// `trainer_1  | `), the node name pdsh puts in front of a remote
+/// `kubectl logs --prefix` names (`[pod/train-0/pytorch] `), Docker
+/// Compose's service tag (`trainer-1  | `, `trainer_1  | `), the node
+/// name pdsh puts in front of a remote
 /// command's lines (DeepSpeed's multi-node launcher: `worker-1: `,
 /// `10.0.0.3: `), a syslog or `journalctl` header (`Nov 29 21:00:10
 /// gpu-node-3 python[4242]: `), a collector's RFC 3339 time (`kubectl
