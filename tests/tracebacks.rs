@@ -1,7 +1,7 @@
 //! Python tracebacks read into exceptions and frames, and chains of
 //! exceptions explained by their first.
 
-use crate::util::{analyze_json, coroner, fixture};
+use crate::util::{analyze_json, coroner, fixture, Scratch};
 
 fn finding<'a>(report: &'a serde_json::Value, rule: &str) -> &'a serde_json::Value {
     report["findings"]
@@ -108,4 +108,49 @@ fn an_exception_python_ignored_is_not_what_ended_the_program() {
             .all(|f| f["rule"] != "python-exception"),
         "{report:#}"
     );
+}
+
+/// A chain whose first exception only the generic rule reads, written out
+/// here: the program's own `KeyError`, then, while it was handled, a
+/// failure of the handler's own work.
+fn handled_key_error(then: &str) -> String {
+    format!(
+        "Traceback (most recent call last):\n\
+         \x20 File \"/workspace/train.py\", line 41, in compute_loss\n\
+         \x20   logits = outputs[\"logits\"][:, labels_mask]\n\
+         KeyError: 'logits'\n\n\
+         During handling of the above exception, another exception occurred:\n\n\
+         Traceback (most recent call last):\n\
+         \x20 File \"/workspace/train.py\", line 95, in main\n\
+         \x20   save_and_sync()\n\
+         {then}"
+    )
+}
+
+/// The handler's barrier times out, or its emergency checkpoint runs out
+/// of memory: raised elsewhere than the first exception, they are its
+/// consequences, not the root cause.
+#[test]
+fn a_failure_of_the_handlers_own_work_stays_the_consequence() {
+    let scratch = Scratch::new("handled-key-error");
+    for (name, then) in [
+        (
+            "barrier.log",
+            "  File \"/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py\", line 3683, in barrier\n\
+             \x20   work.wait()\n\
+             RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete\n",
+        ),
+        (
+            "checkpoint.log",
+            "  File \"/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/engine.py\", line 3102, in save_checkpoint\n\
+             \x20   torch.cuda.synchronize()\n\
+             torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.02 GiB is free.\n",
+        ),
+    ] {
+        std::fs::write(scratch.path(name), handled_key_error(then))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (report, _) = analyze_json(&[&scratch.display(name)]);
+        assert_eq!(report["root_cause"]["category"], "python-error", "{name}: {report:#}");
+        assert_eq!(report["root_cause"]["rule"], "python-exception", "{name}");
+    }
 }

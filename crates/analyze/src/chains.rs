@@ -8,13 +8,16 @@
 //! later exception and the finding of an earlier one of the same chain are
 //! both in the report, the later is a consequence of the earlier.
 //!
-//! Except where the earlier names no cause: a bare exception that only a
-//! generic rule read (`RuntimeError: basic_ios::clear: iostream error`)
-//! does not explain a later one that a specific rule read (`unexpected pos
-//! 832 vs 726`, the same failed write as the writer's check words it); the
-//! later says what the earlier was.
+//! Except where the later restates the earlier: a bare exception that only
+//! a generic rule read (`RuntimeError: basic_ios::clear: iostream error`
+//! from `torch.save`) does not explain a later one that a specific rule
+//! read and that was raised in the same file (`unexpected pos 832 vs 726`,
+//! the same failed write as the writer's own check words it); the later
+//! says what the earlier was. A later exception raised elsewhere, by a
+//! handler's own work (a barrier, a checkpoint written on the way out),
+//! stays the consequence of the first.
 
-use coroner_model::{Category, Finding, Role, Severity};
+use coroner_model::{Category, Finding, PyException, Role, Severity};
 
 /// Marks each finding whose traceback chain holds an earlier exception
 /// that another finding (of error severity, a cause, from the same input)
@@ -31,6 +34,7 @@ pub(crate) fn apply(findings: &mut [Finding]) {
                 continue;
             }
             let own_line = later.first_seen.line;
+            let own = traceback.exceptions.iter().find(|e| e.line == own_line);
             traceback
                 .exceptions
                 .iter()
@@ -42,7 +46,8 @@ pub(crate) fn apply(findings: &mut [Finding]) {
                             && f.role == Role::Cause
                             && f.severity >= Severity::Error
                             && (f.category != Category::PythonError
-                                || later.category == Category::PythonError)
+                                || later.category == Category::PythonError
+                                || !own.is_some_and(|own| raised_in_one_file(earlier, own)))
                     })
                 })
                 .map(|f| f.rule.clone())
@@ -51,5 +56,14 @@ pub(crate) fn apply(findings: &mut [Finding]) {
             later.role = Role::Symptom;
             later.explained_by = Some(rule);
         }
+    }
+}
+
+/// Whether two exceptions were raised in the same file (their innermost
+/// frames'), which a traceback names.
+fn raised_in_one_file(a: &PyException, b: &PyException) -> bool {
+    match (a.frames.last(), b.frames.last()) {
+        (Some(a), Some(b)) => !a.file.is_empty() && a.file == b.file,
+        _ => false,
     }
 }
