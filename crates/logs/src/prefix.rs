@@ -1,7 +1,7 @@
 use crate::record::level_word;
 use crate::timestamp::ctime_stamp;
 use nom::branch::alt;
-use nom::bytes::complete::{tag, take_while1, take_while_m_n};
+use nom::bytes::complete::{tag, take_while, take_while1, take_while_m_n};
 use nom::character::complete::{char, digit1, one_of};
 use nom::combinator::{map_res, opt, peek, recognize, verify};
 use nom::sequence::{delimited, preceded, terminated};
@@ -192,21 +192,17 @@ fn compose_service_tag(s: &str) -> Option<&str> {
 }
 
 /// What follows the source `kubectl logs --prefix` puts in front of each
-/// line: `[pod/NAME/CONTAINER] ` (a pod's container; several pods' lines
-/// interleave under `-l`) or `[node/NAME] `. The names are Kubernetes
-/// object names: lower-case letters, digits, `-` and `.`.
+/// line: `[pod/NAME/CONTAINER] ` (a pod's container, its name empty where
+/// kubectl could not tell it; several pods' lines interleave under `-l`).
+/// The names are Kubernetes object names: lower-case letters, digits, `-`
+/// and `.`.
 fn kubectl_source(s: &str) -> Option<&str> {
-    let name = || {
-        take_while1(|c: char| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.')
-        })
-    };
+    let is_name = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.');
     let parsed: IResult<&str, _> = (
-        char('['),
-        alt((
-            recognize((tag("pod/"), name(), char('/'), name())),
-            recognize((tag("node/"), name())),
-        )),
+        tag("[pod/"),
+        take_while1(is_name),
+        char('/'),
+        take_while(is_name),
         tag("] "),
     )
         .parse(s);
@@ -1015,7 +1011,7 @@ mod tests {
                 Some(3),
                 "x",
             ),
-            ("[node/gpu-node-7] NVRM: Xid 79", None, "NVRM: Xid 79"),
+            ("[pod/train-0/] x", None, "x"),
             // A program's own brackets are not a source.
             ("[pod/a] x", None, "[pod/a] x"),
             ("[Pod/a/b] x", None, "[Pod/a/b] x"),
