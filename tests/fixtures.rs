@@ -641,7 +641,9 @@ fn a_killed_worker_without_a_kernel_log_is_not_a_confident_host_oom() {
 }
 
 /// Over gloo, the rank that times out is the one that waited: rank 0
-/// reports the timeout of the all_reduce rank 1 never reached.
+/// reports the timeout of the all_reduce rank 1 never reached. Only rank
+/// 1's own `stuck` line says which rank stalled, so the rank is not
+/// checked: coroner names rank 0, the one that reported.
 #[test]
 fn a_gloo_timeout_is_a_collective_timeout() {
     let (report, code) = analyze_json(&["fixtures/one-gpu/gloo_rank1_stuck.log"]);
