@@ -99,6 +99,11 @@ fn strip_once(line: &str, outermost: bool) -> Prefixed<'_> {
     // A collector's time, then the program's own (`kubectl logs
     // --timestamps` of a program that prints its time).
     let mut rest = strip_collector_time(strip_collector_time(line));
+    // A pod's prefix behind a CI runner's time (`kubectl logs --prefix`
+    // run in a job whose log stamps each line).
+    if let Some(after) = kubectl_source(rest) {
+        rest = strip_collector_time(after);
+    }
     let mut rank = None;
     let mut role_rank = None;
     if let Some((tag_rank, after)) = ray_tag(rest) {
@@ -1012,6 +1017,12 @@ mod tests {
                 "x",
             ),
             ("[pod/train-0/] x", None, "x"),
+            // Behind a CI runner's time, and with kubectl's own time after it.
+            (
+                "2024-05-01T12:00:00.1234567Z [pod/train-0/main] 2024-05-01T12:00:00.000000000Z [rank1]: x",
+                Some(1),
+                "x",
+            ),
             // A program's own brackets are not a source.
             ("[pod/a] x", None, "[pod/a] x"),
             ("[Pod/a/b] x", None, "[Pod/a/b] x"),
