@@ -29,6 +29,14 @@
 //! other groups are not compared. Where none does, the group stays
 //! unknown, so the rule that reads the sentence presumes the mismatch
 //! rather than recording it.
+//!
+//! Comparable ranks stuck at sequence numbers two or more apart, with
+//! two or more ranks ahead, issued different collectives too: the ranks
+//! ahead finished a collective that the rank behind cannot have issued
+//! yet, so what they finished was matched by its stuck one. Their sentence is worded apart
+//! (`timed-out collectives at different sequence numbers: rank 0 is in
+//! ALLREDUCE #959 with 544997376 elements while ranks 1, 2 are in
+//! ALLREDUCE #963 with 2560 elements`).
 
 use crate::findings::FindingTable;
 use crate::written::{ranks_are, scan_written, Grounding};
@@ -61,6 +69,12 @@ const SAME_COUNT: [&str; 7] = [
     "_REDUCE_SCATTER_BASE",
 ];
 
+/// The farthest apart two ranks' stuck sequence numbers are compared: a
+/// stuck collective is matched by a few calls on the other ranks (the
+/// buckets of one step), while numbers further apart are likelier the
+/// counters of different process groups, which the line does not name.
+const MOST_APART: u64 = 256;
+
 /// One rank's first timed-out collective, and where its line is.
 struct Stuck<'a> {
     rank: u32,
@@ -81,10 +95,10 @@ pub(crate) fn scan_timed_out(table: &mut FindingTable, rules: &RuleSet) {
     scan_written(table, rules, InputKind::StackDumps, &grounding, &sentence);
 }
 
-/// The sentence about the first sequence number at which ranks are stuck
-/// in different collectives, and what it rests on: the first line of a
-/// rank of the second group (which side went wrong, the timeouts do not
-/// say).
+/// The sentence about ranks stuck in different collectives (at one
+/// sequence number, else at numbers at least two apart), and what it rests
+/// on: the first line of a rank of the second group at one number, of the
+/// rank behind at numbers apart.
 fn mismatch(table: &FindingTable, rules: &RuleSet) -> Option<(String, Grounding)> {
     // Of a rank, the first line it timed out on.
     let mut first: BTreeMap<u32, Stuck<'_>> = BTreeMap::new();
@@ -106,6 +120,16 @@ fn mismatch(table: &FindingTable, rules: &RuleSet) -> Option<(String, Grounding)
             first.insert(stuck.rank, stuck);
         }
     }
+    let process_groups = process_groups(table);
+    at_one_number(&first, &process_groups).or_else(|| numbers_apart(&first, &process_groups))
+}
+
+/// The sentence about the first sequence number at which comparable ranks
+/// are stuck in different collectives.
+fn at_one_number(
+    first: &BTreeMap<u32, Stuck<'_>>,
+    process_groups: &BTreeMap<(u32, u64), &str>,
+) -> Option<(String, Grounding)> {
     let mut by_seq: BTreeMap<(u64, &str), Vec<&Stuck>> = BTreeMap::new();
     for stuck in first.values() {
         by_seq
@@ -113,31 +137,85 @@ fn mismatch(table: &FindingTable, rules: &RuleSet) -> Option<(String, Grounding)
             .or_default()
             .push(stuck);
     }
-    let process_groups = process_groups(table);
-    let (seq, groups, counted) = by_seq.iter().find_map(|(&(seq, _), ranks)| {
-        comparable(ranks, &process_groups)
+    let (groups, counted) = by_seq.values().find_map(|ranks| {
+        comparable(ranks, process_groups)
             .into_iter()
             .map(|ranks| {
                 let counted = counted(&ranks);
                 (groups(&ranks, counted), counted)
             })
             .find(|(groups, _)| groups.len() >= 2)
-            .map(|(groups, counted)| (seq, groups, counted))
     })?;
     let sentence = format!(
         "timed-out collectives: {} while {}",
-        describe(&groups[0], seq, counted),
-        describe(&groups[1], seq, counted)
+        describe(&groups[0], counted),
+        describe(&groups[1], counted)
     );
-    let shown = &groups[1][0].found;
+    Some((sentence, grounding(&groups[1][0].found)?))
+}
+
+/// The sentence about comparable ranks stuck at sequence numbers at least
+/// two apart: the ranks ahead completed a collective numbered after the
+/// one the rank behind is stuck in, which that rank cannot have issued
+/// (its stream runs them in order). So the stuck collective of the rank
+/// behind was matched by other calls on the others: the ranks issued
+/// different collectives. One apart is left out: a rank can finish the
+/// collective its peer is still stuck in (a fault in the peer's last step)
+/// and wait in the next one; so are numbers more than [`MOST_APART`] apart,
+/// and one rank alone ahead: the root of a broadcast finishes it once its
+/// data is in the peers' buffers, so a root can run ahead of peers that
+/// stalled for another reason.
+fn numbers_apart(
+    first: &BTreeMap<u32, Stuck<'_>>,
+    process_groups: &BTreeMap<(u32, u64), &str>,
+) -> Option<(String, Grounding)> {
+    let mut by_timeout: BTreeMap<&str, Vec<&Stuck>> = BTreeMap::new();
+    for stuck in first.values() {
+        by_timeout.entry(stuck.timeout).or_default().push(stuck);
+    }
+    let (behind, ahead, counted) = by_timeout.values().find_map(|ranks| {
+        comparable(ranks, process_groups)
+            .into_iter()
+            .find_map(|ranks| {
+                let low = ranks.iter().map(|s| s.seq).min()?;
+                let high = ranks.iter().map(|s| s.seq).max()?;
+                if !(2..=MOST_APART).contains(&(high - low)) {
+                    return None;
+                }
+                // A lone rank ahead may be the root of what it finished,
+                // its data sent into buffers while the others stalled.
+                if ranks.iter().filter(|s| s.seq > low).count() < 2 {
+                    return None;
+                }
+                let counted = counted(&ranks);
+                let at = |seq: u64| -> Vec<&Stuck> {
+                    ranks.iter().copied().filter(|s| s.seq == seq).collect()
+                };
+                Some((at(low), at(high), counted))
+            })
+    })?;
+    // Ranks at one number in different collectives are described by the
+    // first rank's.
+    let behind = groups(&behind, counted).into_iter().next()?;
+    let ahead = groups(&ahead, counted).into_iter().next()?;
+    let sentence = format!(
+        "timed-out collectives at different sequence numbers: {} while {}",
+        describe(&behind, counted),
+        describe(&ahead, counted)
+    );
+    Some((sentence, grounding(&behind[0].found)?))
+}
+
+/// Where a sentence about the timeouts rests: a rank's timeout line (which
+/// rank went wrong, the timeouts do not say).
+fn grounding(shown: &crate::findings::RankedCaptures<'_>) -> Option<Grounding> {
     let evidence = shown.evidence?.clone();
-    let grounding = Grounding {
+    Some(Grounding {
         input: shown.input,
         display: shown.first.input.clone(),
         rank: None,
         place: Some((shown.first.clone(), vec![evidence])),
-    };
-    Some((sentence, grounding))
+    })
 }
 
 impl<'a> Stuck<'a> {
@@ -245,9 +323,9 @@ fn counted(ranks: &[&Stuck]) -> bool {
 
 /// `ranks 0, 1 are in ALLREDUCE #12 with 1024 elements`; without the count
 /// where the ranks were grouped by operation alone (`counted` false).
-fn describe(group: &[&Stuck], seq: u64, counted: bool) -> String {
+fn describe(group: &[&Stuck], counted: bool) -> String {
     let ranks: Vec<u32> = group.iter().map(|s| s.rank).collect();
-    let head = format!("{} in {} #{seq}", ranks_are(&ranks), group[0].op);
+    let head = format!("{} in {} #{}", ranks_are(&ranks), group[0].op, group[0].seq);
     match group[0].count.filter(|_| counted) {
         Some(1) => format!("{head} with 1 element"),
         Some(count) => format!("{head} with {count} elements"),
@@ -373,6 +451,52 @@ mod tests {
             "Timeout(ms)=1800000) ran for 1801750",
         );
         assert!(findings(&mixed).iter().all(|f| f.rule != RULE), "{mixed}");
+    }
+
+    const APART: &str = "nccl-timeouts-different-sequence-numbers";
+
+    #[test]
+    fn ranks_two_or_more_numbers_apart_issued_different_collectives() {
+        let log = timeout(0, 959, "ALLREDUCE", 544_997_376)
+            + &timeout(1, 963, "ALLREDUCE", 2560)
+            + &timeout(2, 963, "ALLREDUCE", 2560);
+        let found = findings(&log);
+        assert!(found.iter().all(|f| f.rule != RULE));
+        let mismatch = found.iter().find(|f| f.rule == APART).unwrap();
+        assert!(mismatch.message.contains(
+            "rank 0 is in ALLREDUCE #959 with 544997376 elements while ranks 1, 2 are in ALLREDUCE #963 with 2560 elements"
+        ), "{}", mismatch.message);
+        assert_eq!(
+            mismatch.category,
+            coroner_model::Category::CollectiveMismatch
+        );
+        assert_eq!(mismatch.rank, None);
+        assert_eq!(mismatch.first_seen.line, 1);
+    }
+
+    #[test]
+    fn numbers_one_apart_other_lengths_and_other_groups_are_not_apart() {
+        for log in [
+            // A rank can finish the collective its peer is stuck in.
+            timeout(0, 12, "ALLREDUCE", 1024) + &timeout(1, 13, "ALLREDUCE", 64),
+            // Timeouts of other lengths.
+            line(0, 0, 12, "BROADCAST", 64, 600_000) + &line(1, 1, 20, "BROADCAST", 80, 1_800_000),
+            // Another process group's ranks, numbered within it.
+            line(0, 0, 12, "ALLREDUCE", 64, 600_000) + &line(3, 1, 20, "ALLREDUCE", 64, 600_000),
+            // One rank alone ahead: a broadcast's root need not wait.
+            timeout(0, 14, "_ALLGATHER_BASE", 513)
+                + &timeout(1, 12, "BROADCAST", 5_164_000)
+                + &timeout(2, 12, "BROADCAST", 5_164_000),
+            // Too far apart: likelier two groups' counters.
+            timeout(0, 12, "ALLREDUCE", 64) + &timeout(1, 12 + MOST_APART + 1, "ALLREDUCE", 64),
+            // Groups named, and different.
+            timeout(0, 12, "ALLREDUCE", 64)
+                + &group(0, 12, 3)
+                + &timeout(1, 20, "ALLREDUCE", 64)
+                + &group(1, 20, 5),
+        ] {
+            assert!(findings(&log).iter().all(|f| f.rule != APART), "{log}");
+        }
     }
 
     #[test]
