@@ -265,9 +265,16 @@ fn cuda_rule(
         // CUDA samples' deviceQueryDrv and the tools copied from it
         // (`cuInit(0) returned 100`), Ollama's GPU discovery (`cuInit err:
         // 802`, `cuda driver library init failure: 999`, earlier `nvcuda
-        // init failure: 999`).
+        // init failure: 999`, and through the runtime library before 0.1.32:
+        // `cudart init failure: 35`, `cudaSetDevice err: 35`).
         format!(
-            r"(?:\bcuInit(?:\(0\))?(?: returned| err:)|\b(?:cuda driver library|nvcuda) init failure:) *(?P<what>{})\b",
+            r"(?:\bcuInit(?:\(0\))?(?: returned| err:)|\bcudaSetDevice err:|\b(?:cuda driver library|nvcuda|cudart) init failure:) *(?P<what>{})\b",
+            numbers.join("|")
+        ),
+        // A runtime call's code as NVIDIA DIGITS and other C programs print
+        // it: `cudaRuntimeGetVersion() failed with error #35`.
+        format!(
+            r"\bcu(?:da)?[A-Z]\w*\(\) failed with error #(?P<what>{})\b",
             numbers.join("|")
         ),
         // cuDNN's own check of the driver call that launched its kernel, in
@@ -363,6 +370,8 @@ fn cuda_rule(
         "cuda execution failed with error".to_owned(),
         "!= CUDA_SUCCESS".to_owned(),
         "init failure:".to_owned(),
+        "cudaSetDevice err:".to_owned(),
+        ") failed with error #".to_owned(),
         "(error code ".to_owned(),
         " at line ".to_owned(),
     ];
