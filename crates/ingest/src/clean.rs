@@ -10,7 +10,8 @@ use std::sync::LazyLock;
 /// line: a trailing CR, ANSI escape sequences (CSI `ESC [ ... final`, OSC
 /// `ESC ] ... BEL|ST` and the other control strings, such as the line's time
 /// Buildkite's agent hides in `ESC _bk;t=... BEL`, and two-byte `ESC x`), Markdown quote markers at its
-/// start (`> `, `> > `), the HTML character references of the five
+/// start (`> `, `> > `), Markdown emphasis or code marks around the
+/// whole line (`**RuntimeError: ...**`, `` `Killed` ``), the HTML character references of the five
 /// characters pages escape (`&lt;`, `&quot;`, `&#39;`, ...), the
 /// typographic quotes, ellipses, dashes and no-break spaces a page or a
 /// forum puts in place of ASCII (`‘out of memory’`, `–local_rank`), and the links
@@ -29,6 +30,7 @@ pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
     }
     // After the references: a quoted reply copied from a page is `&gt; `.
     strip_quote_markers(out);
+    strip_emphasis(out);
     static LINK: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"](http"));
     if LINK.find(out).is_some() {
         unlink(out);
@@ -107,6 +109,42 @@ fn strip_quote_markers(out: &mut Vec<u8>) {
     if at > indent {
         out.drain(indent..at);
     }
+}
+
+/// Removes the Markdown marks a paste in an issue puts around a whole line
+/// to stress it, bold (`**`) or inline code (one backtick), so that
+/// the line reads as the program printed it; the indentation in front
+/// stays. A line the marks do not close, or a fence (three backticks),
+/// is left as it is.
+fn strip_emphasis(out: &mut Vec<u8>) {
+    let indent = out.iter().take_while(|&&b| b == b' ' || b == b'\t').count();
+    let end = out.len() - out.iter().rev().take_while(|&&b| b == b' ').count();
+    let Some(line) = out.get(indent..end) else {
+        return;
+    };
+    let mark = [&b"**"[..], b"`"]
+        .into_iter()
+        .find(|m| line.starts_with(m) && line.ends_with(m));
+    let Some(mark) = mark else {
+        return;
+    };
+    let inner = line
+        .get(mark.len()..line.len() - mark.len())
+        .unwrap_or_default();
+    // The marks hug the text (`** x **` is not emphasis), and a code span
+    // holds no backtick of its own (` ``` ` is a fence).
+    let hugs = inner.first().is_some_and(|b| !b.is_ascii_whitespace())
+        && inner.last().is_some_and(|b| !b.is_ascii_whitespace());
+    // A run of the mark's character is a banner (`*** Error in ... ***`),
+    // not emphasis.
+    let banner = mark
+        .first()
+        .is_some_and(|m| inner.first() == Some(m) || inner.last() == Some(m));
+    if !hugs || banner || (mark == b"`" && inner.contains(&b'`')) {
+        return;
+    }
+    out.truncate(end - mark.len());
+    out.drain(indent..indent + mark.len());
 }
 
 /// Where the Markdown quote markers at the start of `line` begin and end:
@@ -231,6 +269,33 @@ mod tests {
         assert_eq!(clean(b"\x1b_bk;t=1709287872123\x07Killed"), b"Killed");
         assert_eq!(clean(b"\x1bP1$r0m\x1b\\text"), b"text");
         assert_eq!(clean(b"\x1b^Killed"), b"Killed");
+    }
+
+    #[test]
+    fn strips_emphasis_around_a_whole_line() {
+        assert_eq!(
+            clean(b"**RuntimeError: Invalid device, must be cuda device**"),
+            b"RuntimeError: Invalid device, must be cuda device"
+        );
+        assert_eq!(
+            clean(b"  `pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded`  "),
+            b"  pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded"
+        );
+        assert_eq!(clean(b"> **Killed**"), b"Killed");
+        // Not marks around the whole line: left as printed.
+        for kept in [
+            &b"**kwargs are passed to the model"[..],
+            b"```",
+            b"`a` and `b`",
+            b"** x **",
+            b"****",
+            b"******** Running training ********",
+            b"*** Error in `build/Train': double free or corruption (!prev): 0x4da56e70 ***",
+            b"__init__",
+            b"`",
+        ] {
+            assert_eq!(clean(kept), kept, "{}", String::from_utf8_lossy(kept));
+        }
     }
 
     #[test]
