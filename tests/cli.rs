@@ -200,6 +200,36 @@ fn a_bad_rule_file_is_a_tool_error_pointing_at_the_key() {
     }
 }
 
+#[test]
+fn a_user_directory_s_named_patterns_are_read_and_checked() {
+    let dir = Scratch::new("userpatterns");
+    std::fs::write(
+        dir.path("patterns.toml"),
+        "[patterns]\nsaving = '''saving checkpoint'''\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path("checkpoint-write-failed.toml"),
+        USER_RULE.replace("'''saving checkpoint (?P<path>", "'''(?&saving) (?P<path>"),
+    )
+    .unwrap();
+    let d = dir.0.to_str().unwrap();
+    let log = b"saving checkpoint /ckpt/step_100.pt failed\n";
+    let out = run(
+        &["analyze", "--format", "json", "--rules", d, "-"],
+        Some(log),
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["root_cause"]["rule"], "checkpoint-write-failed");
+    // A name no table defines is an error at the pattern's key.
+    std::fs::write(dir.path("patterns.toml"), "[patterns]\nsaved = 'x'\n").unwrap();
+    let out = run(&["rules", "validate", d], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no such named pattern"), "{err}");
+    assert!(err.contains("checkpoint-write-failed.toml"), "{err}");
+}
+
 const USER_RULE: &str = r#"id = "checkpoint-write-failed"
 title = "The trainer could not write a checkpoint"
 category = "disk-full"

@@ -44,9 +44,23 @@ fn main() {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
+    // The pack's named regexes are not a rule: they go to a constant of
+    // their own.
+    let table = root.join("patterns.toml");
+    let mut patterns = String::from("(\"rules/patterns.toml\", \"\")");
     for file in &files {
         println!("cargo:rerun-if-changed={}", file.display());
         let rel = file.strip_prefix(&manifest).unwrap_or(file);
+        if *file == table {
+            patterns = format!(
+                "({:?}, include_str!({:?}))",
+                rel.to_string_lossy(),
+                file.canonicalize()
+                    .unwrap_or_else(|_| file.clone())
+                    .to_string_lossy()
+            );
+            continue;
+        }
         let _ = writeln!(
             code,
             "    ({:?}, include_str!({:?})),",
@@ -57,6 +71,10 @@ fn main() {
         );
     }
     code.push_str("];\n");
+    let _ = writeln!(
+        code,
+        "/// The built-in pack's named regexes: (path, contents).\npub static BUILTIN_PATTERNS: (&str, &str) = {patterns};"
+    );
     let _ = writeln!(
         code,
         "/// The built-in rule pack's version: a digest of its files.\npub const BUILTIN_DIGEST: &str = {digest:?};"

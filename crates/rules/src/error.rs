@@ -22,6 +22,8 @@ pub enum RuleErrorKind {
     UnknownValue,
     /// A regex does not compile.
     BadRegex,
+    /// A pattern uses `(?&name)` with a name no pattern table defines.
+    UnknownPattern,
     /// The message names a capture no pattern defines.
     UndefinedPlaceholder,
     /// `[match]` lacks literals or patterns.
@@ -97,6 +99,7 @@ fn short_label(kind: RuleErrorKind) -> &'static str {
         RuleErrorKind::UnknownCategory => "not a taxonomy category",
         RuleErrorKind::UnknownValue => "unknown value",
         RuleErrorKind::BadRegex => "this pattern",
+        RuleErrorKind::UnknownPattern => "no such named pattern",
         RuleErrorKind::UndefinedPlaceholder => "in this message",
         RuleErrorKind::EmptyMatch => "this table",
         RuleErrorKind::MissingExample => "this rule",

@@ -30,6 +30,7 @@ mod condition;
 mod error;
 mod hashed;
 mod matcher;
+mod patterns;
 mod prefilter;
 mod rule;
 mod schema;
@@ -37,6 +38,7 @@ mod set;
 
 pub use error::{RuleError, RuleErrorKind};
 pub use matcher::{is_hard_wrapped, Line, Match, MatchedLine, Scanner, WRAP_WIDTH};
+pub use patterns::{Patterns, PATTERNS_FILE};
 pub use rule::{parse_rule, parse_rule_with, Compile, Rule};
 pub use schema::ExampleSpec;
 pub use set::{RuleSet, RuleSources, BUILTIN_DIGEST, BUILTIN_RULES};

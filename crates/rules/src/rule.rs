@@ -3,7 +3,8 @@
 use crate::always_set::always_set;
 use crate::condition::Condition;
 use crate::error::{RuleError, RuleErrorKind};
-use crate::schema::{ExampleSpec, MatchSpec, RuleFile};
+use crate::patterns::Patterns;
+use crate::schema::{ExampleSpec, RuleFile};
 use coroner_model::{ActionKind, Category, InputKind, Role, Severity};
 use regex::{Regex, RegexBuilder};
 use std::collections::BTreeSet;
@@ -163,7 +164,7 @@ pub(crate) fn merge_captures(into: &mut Captures, from: Captures) {
     }
 }
 
-fn build_regex(source: &str) -> Result<Regex, regex::Error> {
+pub(crate) fn build_regex(source: &str) -> Result<Regex, regex::Error> {
     RegexBuilder::new(source)
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_SIZE_LIMIT)
@@ -356,14 +357,18 @@ fn fill_message<'a>(template: &str, lookup: impl Fn(&str) -> Option<&'a str>) ->
 /// always sets, those any `all` pattern always sets (every one of them
 /// must match), and those a `when` condition needs (a match without them
 /// is dropped).
-fn always_set_by_every_match(spec: &MatchSpec, when: &[Condition]) -> BTreeSet<String> {
-    let mut any = spec.any.iter().map(|p| always_set(p.get_ref()));
+fn always_set_by_every_match(
+    any: &[LazyRegex],
+    all: &[LazyRegex],
+    when: &[Condition],
+) -> BTreeSet<String> {
+    let mut any = any.iter().map(|p| always_set(&p.source));
     let mut set = any.next().unwrap_or_default();
     for other in any {
         set = set.intersection(&other).cloned().collect();
     }
-    for p in &spec.all {
-        set.extend(always_set(p.get_ref()));
+    for p in all {
+        set.extend(always_set(&p.source));
     }
     for c in when {
         set.extend(c.captures().map(str::to_owned));
@@ -423,17 +428,18 @@ fn is_kebab(s: &str) -> bool {
 /// Parses and validates one rule file. `stem` is the file name without
 /// `.toml`; every problem found is returned, not only the first.
 pub fn parse_rule(path: &str, stem: &str, text: &str) -> Result<Rule, Vec<RuleError>> {
-    parse_rule_with(path, stem, text, Compile::Now)
+    parse_rule_with(path, stem, text, Compile::Now, Patterns::builtin())
 }
 
-/// [`parse_rule`], compiling the regexes as `compile` says. With
-/// [`Compile::OnFirstUse`] regex errors and placeholders naming no capture
-/// group are not looked for.
+/// [`parse_rule`], compiling the regexes as `compile` says and reading
+/// `(?&name)` from `patterns`. With [`Compile::OnFirstUse`] regex errors
+/// and placeholders naming no capture group are not looked for.
 pub fn parse_rule_with(
     path: &str,
     stem: &str,
     text: &str,
     compile: Compile,
+    patterns: &Patterns,
 ) -> Result<Rule, Vec<RuleError>> {
     let when = compile;
     let file: RuleFile = toml::from_str(text).map_err(|e| {
@@ -522,11 +528,18 @@ pub fn parse_rule_with(
     let compile = |list: &[Spanned<String>], errors: &mut Vec<RuleError>| -> Vec<LazyRegex> {
         list.iter()
             .filter_map(|p| {
+                let source = match patterns.expand(p.get_ref()) {
+                    Ok(source) => source,
+                    Err(e) => {
+                        errors.push(err(RuleErrorKind::UnknownPattern, p.span(), e));
+                        return None;
+                    }
+                };
                 if when == Compile::OnFirstUse {
-                    return Some(LazyRegex::deferred(p.get_ref()));
+                    return Some(LazyRegex::deferred(&source));
                 }
-                build_regex(p.get_ref())
-                    .map(|re| LazyRegex::ready(p.get_ref(), re))
+                build_regex(&source)
+                    .map(|re| LazyRegex::ready(&source, re))
                     .map_err(|e| {
                         errors.push(err(
                             RuleErrorKind::BadRegex,
@@ -646,7 +659,7 @@ pub fn parse_rule_with(
         }
     }
     if patterns_compiled {
-        let always = always_set_by_every_match(spec, &when);
+        let always = always_set_by_every_match(&any, &all, &when);
         for name in required_placeholders(file.message.get_ref()) {
             if defined.contains(&name) && !always.contains(&name) {
                 errors.push(

@@ -2,6 +2,7 @@
 //! directories, checked together.
 
 use crate::error::{RuleError, RuleErrorKind};
+use crate::patterns::{Patterns, PATTERNS_FILE};
 use crate::prefilter::Prefilter;
 use crate::rule::{parse_rule_with, Compile, Rule};
 use coroner_model::InputKind;
@@ -46,7 +47,14 @@ impl RuleSet {
         let errors: Vec<RuleError> = BUILTIN_RULES
             .iter()
             .filter_map(|(path, text)| {
-                parse_rule_with(path, &stem_of(path), text, Compile::Now).err()
+                parse_rule_with(
+                    path,
+                    &stem_of(path),
+                    text,
+                    Compile::Now,
+                    Patterns::builtin(),
+                )
+                .err()
             })
             .flatten()
             .collect();
@@ -71,15 +79,25 @@ impl RuleSet {
             }
         }
         let mut user = Vec::new();
+        let mut tables = Vec::new();
         for dir in &sources.dirs {
-            read_dir(dir, &mut user, &mut errors);
+            read_dir(dir, &mut user, &mut tables, &mut errors);
+        }
+        // The built-in names are known to user rules even without the
+        // built-in rules, so that a directory can be validated on its own.
+        let mut patterns = Patterns::builtin().clone();
+        for (path, text) in &tables {
+            match Patterns::parse(path, text).and_then(|t| patterns.merge(t, path)) {
+                Ok(()) => {}
+                Err(mut e) => errors.append(&mut e),
+            }
         }
         files.extend(
             user.into_iter()
                 .map(|(path, stem, text)| (path, stem, text, Compile::Now)),
         );
         let mut rules = Vec::new();
-        for parsed in parse_all(&files) {
+        for parsed in parse_all(&files, &patterns) {
             match parsed {
                 Ok(rule) => rules.push(rule),
                 Err(mut e) => errors.append(&mut e),
@@ -193,12 +211,17 @@ impl RuleSet {
 
 /// Parses rule files in order, on every core: parsing the built-in rules
 /// is a good part of the time a run takes to start.
-fn parse_all(files: &[(String, String, String, Compile)]) -> Vec<Result<Rule, Vec<RuleError>>> {
+fn parse_all(
+    files: &[(String, String, String, Compile)],
+    patterns: &Patterns,
+) -> Vec<Result<Rule, Vec<RuleError>>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     let chunk = files.len().div_ceil(threads).max(1);
     let parse = |part: &[(String, String, String, Compile)]| -> Vec<_> {
         part.iter()
-            .map(|(path, stem, text, compile)| parse_rule_with(path, stem, text, *compile))
+            .map(|(path, stem, text, compile)| {
+                parse_rule_with(path, stem, text, *compile, patterns)
+            })
             .collect()
     };
     std::thread::scope(|scope| {
@@ -228,7 +251,14 @@ fn id_span(text: &str, id: &str) -> Option<std::ops::Range<usize>> {
 /// The largest rule file read (the largest built-in rule is a few KiB).
 pub const MAX_RULE_FILE: u64 = 1 << 20;
 
-fn read_dir(dir: &Path, files: &mut Vec<(String, String, String)>, errors: &mut Vec<RuleError>) {
+/// Reads a directory's rule files into `files` and its pattern tables
+/// (`patterns.toml`, as path and text) into `tables`.
+fn read_dir(
+    dir: &Path,
+    files: &mut Vec<(String, String, String)>,
+    tables: &mut Vec<(String, String)>,
+    errors: &mut Vec<RuleError>,
+) {
     let io_error = |path: &Path, e: &dyn std::fmt::Display| {
         RuleError::new(
             RuleErrorKind::Io,
@@ -262,6 +292,9 @@ fn read_dir(dir: &Path, files: &mut Vec<(String, String, String)>, errors: &mut 
             continue;
         }
         match std::fs::read_to_string(path) {
+            Ok(text) if entry.file_name() == PATTERNS_FILE => {
+                tables.push((path.display().to_string(), text));
+            }
             Ok(text) => files.push((
                 path.display().to_string(),
                 stem_of(&path.to_string_lossy()),
