@@ -214,10 +214,11 @@ fn cuda_rule(
     );
     let mut any = vec![
         format!(r"\b(?P<what>{})\b", alternation(&names)),
-        // `CUDA error: <message>`, and CNTK's and ONNX Runtime's `CUDA
-        // failure <number>: <message> ; GPU=...`.
+        // `CUDA error: <message>`, CNTK's and ONNX Runtime's `CUDA
+        // failure <number>: <message> ; GPU=...`, and NCCL's quoted `Cuda
+        // failure 'invalid argument'` (`Cuda failure 1 '...'` since 2.19).
         format!(
-            r"(?i:CUDA (?:error|failure)s?)(?: \d+)?:? +(?P<what>{})",
+            r"(?i:CUDA (?:error|failure)s?)(?: \d+)?:? +'?(?P<what>{})",
             alternation(&messages)
         ),
         // glog's check of a runtime call (Caffe, Caffe2, Detectron, MXNet
@@ -401,7 +402,9 @@ fn cuda_rule(
         "message",
         &format!("CUDA reported {{what}}: {}", category.meaning()),
     );
-    text.push_str("fallback = true\nsupersedes = [\"python-exception\"]\n");
+    // NCCL's `Cuda failure '<message>'` is read by its own rule for any
+    // message; the code's category says more.
+    text.push_str("fallback = true\nsupersedes = [\"python-exception\", \"nccl-cuda-failure\"]\n");
     list(&mut text, "remediation", &remediation);
     list(
         &mut text,
