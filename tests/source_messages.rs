@@ -7,7 +7,7 @@
 use crate::util::{builtin_rules, root, Scratch};
 
 /// Messages of the list named right (either form), as measured.
-const FLOOR: usize = 2433;
+const FLOOR: usize = 2432;
 
 struct Message {
     framework: String,

@@ -218,7 +218,7 @@ fn cuda_rule(
         // failure <number>: <message> ; GPU=...`, and NCCL's quoted `Cuda
         // failure 'invalid argument'` (`Cuda failure 1 '...'` since 2.19).
         format!(
-            r"(?i:CUDA (?:error|failure)s?)(?: \d+)?:? +'?(?P<what>{})",
+            r"(?i:CUDA (?:error|failure)s?)(?: \d+)?:? +(?:\\?')?(?P<what>{})",
             alternation(&messages)
         ),
         // glog's check of a runtime call (Caffe, Caffe2, Detectron, MXNet
@@ -403,8 +403,17 @@ fn cuda_rule(
         &format!("CUDA reported {{what}}: {}", category.meaning()),
     );
     // NCCL's `Cuda failure '<message>'` is read by its own rule for any
-    // message; the code's category says more.
-    text.push_str("fallback = true\nsupersedes = [\"python-exception\", \"nccl-cuda-failure\"]\n");
+    // message; the code's category says more, except that no usable GPU:
+    // NCCL runs in a process that has used its GPU already, so there an
+    // `initialization error` is CUDA used after a fork, not a missing GPU.
+    let nccl_says_more = category != Category::CudaUnavailable;
+    if nccl_says_more {
+        text.push_str(
+            "fallback = true\nsupersedes = [\"python-exception\", \"nccl-cuda-failure\"]\n",
+        );
+    } else {
+        text.push_str("fallback = true\nsupersedes = [\"python-exception\"]\n");
+    }
     list(&mut text, "remediation", &remediation);
     list(
         &mut text,
@@ -416,7 +425,11 @@ fn cuda_rule(
     list(&mut text, "any", &any);
     // The hint line alone names a code without reporting it; a paste that
     // flattened the error and its hint onto one line still reports it.
-    list(&mut text, "not", &["^\\s*Search for `".to_owned()]);
+    let mut not = vec!["^\\s*Search for `".to_owned()];
+    if !nccl_says_more {
+        not.push("NCCL WARN Cuda failure".to_owned());
+    }
+    list(&mut text, "not", &not);
     for (line, what) in &examples {
         text.push_str("\n[[examples]]\nfires = true\n");
         field(&mut text, "input", line);
