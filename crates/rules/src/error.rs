@@ -79,6 +79,17 @@ impl RuleError {
         }
     }
 
+    /// A file that is not TOML, or not of the expected shape.
+    pub(crate) fn syntax(path: &str, text: &str, e: &toml::de::Error) -> Self {
+        RuleError::new(
+            RuleErrorKind::Syntax,
+            path,
+            text,
+            e.span(),
+            e.message().trim().to_owned(),
+        )
+    }
+
     pub(crate) fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self

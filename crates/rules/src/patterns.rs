@@ -50,15 +50,8 @@ impl Patterns {
     /// Reads a pattern table; every name must be a lowercase word and every
     /// regex must compile on its own.
     pub fn parse(path: &str, text: &str) -> Result<Patterns, Vec<RuleError>> {
-        let file: PatternsFile = toml::from_str(text).map_err(|e| {
-            vec![RuleError::new(
-                RuleErrorKind::Syntax,
-                path,
-                text,
-                e.span(),
-                e.message().trim().to_owned(),
-            )]
-        })?;
+        let file: PatternsFile =
+            toml::from_str(text).map_err(|e| vec![RuleError::syntax(path, text, &e)])?;
         let mut errors = Vec::new();
         let mut named = BTreeMap::new();
         for (name, regex) in file.patterns {
@@ -83,10 +76,7 @@ impl Patterns {
                 errors.push(bad(
                     RuleErrorKind::BadRegex,
                     regex.span(),
-                    format!(
-                        "invalid regex: {}",
-                        e.to_string().lines().last().unwrap_or("")
-                    ),
+                    format!("invalid regex: {}", crate::rule::one_line(&e.to_string())),
                 ));
             } else {
                 named.insert(name.into_inner(), regex.into_inner());

@@ -442,15 +442,8 @@ pub fn parse_rule_with(
     patterns: &Patterns,
 ) -> Result<Rule, Vec<RuleError>> {
     let when = compile;
-    let file: RuleFile = toml::from_str(text).map_err(|e| {
-        vec![RuleError::new(
-            RuleErrorKind::Syntax,
-            path,
-            text,
-            e.span(),
-            e.message().trim().to_owned(),
-        )]
-    })?;
+    let file: RuleFile =
+        toml::from_str(text).map_err(|e| vec![RuleError::syntax(path, text, &e)])?;
     let mut errors = Vec::new();
     let err = |kind, span: std::ops::Range<usize>, msg: String| {
         RuleError::new(kind, path, text, Some(span), msg)
@@ -807,7 +800,7 @@ pub fn parse_rule_with(
     })
 }
 
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     s.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
