@@ -1,7 +1,8 @@
 use memchr::memmem::Finder;
 use nom::branch::alt;
-use nom::bytes::complete::{tag, take_till1};
+use nom::bytes::complete::{tag, take_till1, take_while_m_n};
 use nom::character::complete::char;
+use nom::multi::many_m_n;
 use nom::sequence::{delimited, preceded, terminated};
 use nom::{IResult, Parser};
 use std::sync::LazyLock;
@@ -16,7 +17,9 @@ use std::sync::LazyLock;
 /// typographic quotes, ellipses, dashes and no-break spaces a page or a
 /// forum puts in place of ASCII (`‘out of memory’`, `–local_rank`), and the links
 /// an issue tracker makes of file names (`[net_ib.cc:101](http://net_ib.cc:101/)`
-/// becomes `net_ib.cc:101`). Returns `out` for chaining.
+/// becomes `net_ib.cc:101`), and colour codes whose escape byte a page
+/// dropped (`[36m(pid=1234)[0m`, see [`strip_orphan_colours`]). Returns
+/// `out` for chaining.
 pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
     out.clear();
     let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
@@ -27,6 +30,14 @@ pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
     }
     if memchr::memchr3(b'&', 0xe2, 0xc2, out).is_some() {
         plain_web_text(out);
+    }
+    static RESET: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"[0m"));
+    let indent = out.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    let leads = out
+        .get(indent..)
+        .is_some_and(|line| line.first() == Some(&b'[') && orphan_colour(line).is_ok());
+    if leads || RESET.find(out).is_some() {
+        strip_orphan_colours(out);
     }
     // After the references: a quoted reply copied from a page is `&gt; `.
     strip_quote_markers(out);
@@ -211,6 +222,56 @@ fn unlink(out: &mut Vec<u8>) {
     *out = result;
 }
 
+/// A colour code (SGR) without its escape byte: `[`, up to four numbers of
+/// up to three digits separated by `;`, and `m` (`[36m`, `[1;31m`, `[0m`).
+fn orphan_colour(s: &[u8]) -> IResult<&[u8], ()> {
+    let number = || take_while_m_n(1, 3, |c: u8| c.is_ascii_digit());
+    let (rest, _) = (
+        char('['),
+        number(),
+        many_m_n(0, 3, preceded(char(';'), number())),
+        char('m'),
+    )
+        .parse(s)?;
+    Ok((rest, ()))
+}
+
+/// What a page or a terminal copy leaves in place of the escape byte
+/// before an orphan colour code: U+FFFD (a byte that was not UTF-8) or
+/// U+241B (the picture of ESC).
+const ESCAPE_STAND_INS: [&[u8]; 2] = ["\u{fffd}".as_bytes(), "\u{241b}".as_bytes()];
+
+/// Removes colour codes whose escape byte was lost on the way to a web page
+/// (GitHub drops it from a pasted Ray log: `[36m(main_task pid=1234)[0m
+/// Traceback ...`), with the stand-in a copy left for the byte, if any.
+/// Called only for a line that starts with an orphan colour code or holds
+/// an orphan reset (`[0m`): ordinary text such as `eta [5m]` in a line
+/// without one is left alone.
+fn strip_orphan_colours(out: &mut Vec<u8>) {
+    let mut result = Vec::with_capacity(out.len());
+    let mut rest: &[u8] = out;
+    while let Some(at) = memchr::memchr(b'[', rest) {
+        let (before, from) = rest.split_at(at);
+        match orphan_colour(from) {
+            Ok((after, ())) => {
+                let before = ESCAPE_STAND_INS
+                    .iter()
+                    .find_map(|stand_in| before.strip_suffix(*stand_in))
+                    .unwrap_or(before);
+                result.extend_from_slice(before);
+                rest = after;
+            }
+            Err(_) => {
+                result.extend_from_slice(before);
+                result.push(b'[');
+                rest = from.get(1..).unwrap_or_default();
+            }
+        }
+    }
+    result.extend_from_slice(rest);
+    *out = result;
+}
+
 /// Copies `raw` into `out` without its ANSI escape sequences.
 fn strip_escapes(raw: &[u8], out: &mut Vec<u8>) {
     let mut bytes = raw.iter().copied();
@@ -340,6 +401,31 @@ mod tests {
         assert_eq!(clean(other.as_bytes()), other.as_bytes());
         assert!(has_web_text("it\u{2019}s".as_bytes()));
         assert!(!has_web_text(other.as_bytes()));
+    }
+
+    #[test]
+    fn strips_colour_codes_that_lost_their_escape_byte() {
+        assert_eq!(
+            clean(b"[36m(main_task pid=1234)[0m ValueError: bad"),
+            b"(main_task pid=1234) ValueError: bad"
+        );
+        assert_eq!(
+            clean("\u{fffd}[1;31mERROR\u{fffd}[0m: CUDA error".as_bytes()),
+            b"ERROR: CUDA error"
+        );
+        assert_eq!(
+            clean("\u{241b}[32mINFO\u{241b}[0m done".as_bytes()),
+            b"INFO done"
+        );
+        // A line that starts with one (Ray's prefix, its reset lost too).
+        assert_eq!(
+            clean(b"[36m(main_task pid=3523385) ValueError: bad"),
+            b"(main_task pid=3523385) ValueError: bad"
+        );
+        // Otherwise, bracketed text is the program's own.
+        assert_eq!(clean(b"eta [5m] step [36m"), b"eta [5m] step [36m");
+        // Not a colour code: left as it is.
+        assert_eq!(clean(b"x[0m [a] [1234m] [m"), b"x [a] [1234m] [m");
     }
 
     #[test]
