@@ -32,6 +32,9 @@ pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
         plain_web_text(out);
     }
     static RESET: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"[0m"));
+    // After the references: a quoted reply copied from a page is `&gt; `.
+    strip_quote_markers(out);
+    // After the quote markers: a quoted line may start with a colour code.
     let indent = out.iter().take_while(|b| b.is_ascii_whitespace()).count();
     let leads = out
         .get(indent..)
@@ -39,8 +42,6 @@ pub fn clean_line<'o>(raw: &[u8], out: &'o mut Vec<u8>) -> &'o [u8] {
     if leads || RESET.find(out).is_some() {
         strip_orphan_colours(out);
     }
-    // After the references: a quoted reply copied from a page is `&gt; `.
-    strip_quote_markers(out);
     strip_emphasis(out);
     static LINK: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"](http"));
     if LINK.find(out).is_some() {
@@ -222,14 +223,15 @@ fn unlink(out: &mut Vec<u8>) {
     *out = result;
 }
 
-/// A colour code (SGR) without its escape byte: `[`, up to four numbers of
-/// up to three digits separated by `;`, and `m` (`[36m`, `[1;31m`, `[0m`).
+/// A colour code (SGR) without its escape byte: `[`, up to eight numbers of
+/// up to three digits separated by `;`, and `m` (`[36m`, `[1;31m`, `[0m`,
+/// a true colour `[1;38;2;255;0;0m`).
 fn orphan_colour(s: &[u8]) -> IResult<&[u8], ()> {
     let number = || take_while_m_n(1, 3, |c: u8| c.is_ascii_digit());
     let (rest, _) = (
         char('['),
         number(),
-        many_m_n(0, 3, preceded(char(';'), number())),
+        many_m_n(0, 7, preceded(char(';'), number())),
         char('m'),
     )
         .parse(s)?;
@@ -421,6 +423,15 @@ mod tests {
         assert_eq!(
             clean(b"[36m(main_task pid=3523385) ValueError: bad"),
             b"(main_task pid=3523385) ValueError: bad"
+        );
+        // Quoted, and in true colour.
+        assert_eq!(
+            clean(b"> [36m(main_task pid=7) ValueError: bad"),
+            b"(main_task pid=7) ValueError: bad"
+        );
+        assert_eq!(
+            clean(b"[1;38;2;255;0;0mRuntimeError: x[0m"),
+            b"RuntimeError: x"
         );
         // Otherwise, bracketed text is the program's own.
         assert_eq!(clean(b"eta [5m] step [36m"), b"eta [5m] step [36m");
