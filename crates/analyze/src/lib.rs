@@ -194,7 +194,7 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     hosts::attribute_hosts(&mut findings);
     devices::rank_from_device_index(&mut findings);
     findings.retain(|f| rules.get(&f.rule).is_none_or(|r| !r.internal));
-    chains::apply(&mut findings);
+    chains::apply(&mut findings, &|f| root_cause::is_generic(f, rules));
     cascade::apply(&mut findings, rules);
     let (root_cause, findings) =
         root_cause::choose(findings, &inputs, &|id| root_cause::Standing::of(rules, id));

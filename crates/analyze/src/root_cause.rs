@@ -53,6 +53,17 @@ impl Standing {
     }
 }
 
+/// Whether `f` names its failure only in general terms: the Python-error
+/// fallback, or a rule marked `generic`.
+fn generic_finding(f: &Finding, standing: Standing) -> bool {
+    f.category == Category::PythonError || standing.generic
+}
+
+/// [`generic_finding`] with the rule's standing looked up in `rules`.
+pub(crate) fn is_generic(f: &Finding, rules: &coroner_rules::RuleSet) -> bool {
+    generic_finding(f, Standing::of(rules, &f.rule))
+}
+
 /// Picks the root cause and returns the findings reordered: the root
 /// cause's finding first, then by severity (highest first) and first
 /// appearance. `findings` must be in order of first appearance;
@@ -62,7 +73,7 @@ pub fn choose(
     inputs: &[InputSummary],
     standing: &dyn Fn(&str) -> Standing,
 ) -> (RootCause, Vec<Finding>) {
-    let generic = |f: &Finding| f.category == Category::PythonError || standing(&f.rule).generic;
+    let generic = |f: &Finding| generic_finding(f, standing(&f.rule));
     let yields = |f: &Finding| standing(&f.rule).yields_to_earlier;
     let ranking = Ranking {
         is_generic: &generic,
