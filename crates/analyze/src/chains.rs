@@ -9,14 +9,15 @@
 //! both in the report, the later is a consequence of the earlier.
 //!
 //! Except where the later restates the earlier: a bare exception that only
-//! a generic rule read (the Python-error fallback, or a rule marked
-//! `generic`, as the root-cause chooser counts them) (`RuntimeError: basic_ios::clear: iostream error`
+//! a generic rule read (`RuntimeError: basic_ios::clear: iostream error`
 //! from `torch.save`) does not explain a later one that a specific rule
 //! read and that was raised in the same file (`unexpected pos 832 vs 726`,
 //! the same failed write as the writer's own check words it); the later
 //! says what the earlier was. A later exception raised elsewhere, by a
 //! handler's own work (a barrier, a checkpoint written on the way out),
-//! stays the consequence of the first.
+//! stays the consequence of the first. Generic is what the root-cause
+//! chooser counts as generic: the Python-error fallback, or a rule marked
+//! `generic`.
 
 use coroner_model::{Finding, PyException, Role, Severity};
 
