@@ -104,6 +104,9 @@ fn strip_once(line: &str, outermost: bool) -> Prefixed<'_> {
     if let Some(after) = kubectl_source(rest) {
         rest = strip_collector_time(after);
     }
+    if let Some(after) = pytest_explanation(rest) {
+        rest = after;
+    }
     let mut rank = None;
     let mut role_rank = None;
     if let Some((tag_rank, after)) = ray_tag(rest) {
@@ -157,6 +160,23 @@ fn strip_once(line: &str, outermost: bool) -> Prefixed<'_> {
         global_rank,
         rest,
     }
+}
+
+/// What follows the `E` pytest puts in front of each line of a failed
+/// test's exception (`E       RuntimeError: CUDA error: ...`): the letter,
+/// then at least three spaces (the source's indent; `--tb=short` gives
+/// three, `--tb=long` seven). A glog line (`E1207 12:00:00.1 ...`) has no
+/// space after the letter.
+fn pytest_explanation(s: &str) -> Option<&str> {
+    let parsed: IResult<&str, _> = (
+        char('E'),
+        take_while_m_n(3, 32, |c| c == ' '),
+        peek(verify(nom::character::complete::anychar, |c: &char| {
+            !c.is_whitespace()
+        })),
+    )
+        .parse(s);
+    parsed.ok().map(|(rest, _)| rest)
 }
 
 /// `s` without Markdown quote markers in front (`> `, `> > `; not `>>> `).
@@ -773,6 +793,34 @@ fn rank_number(s: &str) -> IResult<&str, u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pytest_exception_marker() {
+        for (line, rest) in [
+            (
+                "E       RuntimeError: CUDA error: out of memory",
+                "RuntimeError: CUDA error: out of memory",
+            ),
+            (
+                "E   jax.errors.JaxRuntimeError: x",
+                "jax.errors.JaxRuntimeError: x",
+            ),
+            (
+                "2025-03-01T10:00:00.123Z E       torch.OutOfMemoryError: x",
+                "torch.OutOfMemoryError: x",
+            ),
+            // Not pytest's: glog's level letter, a word, too few spaces.
+            (
+                "E1207 12:00:00.100 42 nccl.cpp:1] x",
+                "E1207 12:00:00.100 42 nccl.cpp:1] x",
+            ),
+            ("Epoch 3: loss 0.1", "Epoch 3: loss 0.1"),
+            ("E  two spaces", "E  two spaces"),
+            ("E      ", "E      "),
+        ] {
+            assert_eq!(strip_rank_prefix(line).rest, rest, "{line}");
+        }
+    }
 
     #[test]
     fn pytorch_rank_prefix() {
