@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 /// change of the rules. Only a batch of new cases joining the corpus may
 /// lower them, and `docs/accuracy.md` says by how much.
 const TRAIN_FLOOR: f64 = 90.1;
-const HOLDOUT_FLOOR: f64 = 79.2;
+const HOLDOUT_FLOOR: f64 = 79.4;
 
 /// The page that holds the full tables, and their markers.
 const ACCURACY_PAGE: &str = "docs/accuracy.md";

@@ -69,8 +69,8 @@ fn findings_in(set: &RuleSet, text: impl AsRef<[u8]>, kind: InputKind) -> Vec<Fi
     let mut summary = InputSummary::new(input.display.clone(), InputKind::Log);
     let mut table = FindingTable::for_input(0);
     scan_text(&input, kind, text.as_ref(), set, &mut table, &mut summary);
+    crate::tail::keep_at_end(&mut table, set, std::slice::from_ref(&summary));
     let mut findings = table.into_findings(set);
-    crate::tail::keep_at_end(&mut findings, set, std::slice::from_ref(&summary));
     crate::cascade::drop_superseded(&mut findings, set);
     findings
 }

@@ -73,6 +73,9 @@ struct Entry {
     gpu: Option<String>,
     count: u64,
     first: Location,
+    /// The last line of its matches in the input it was first seen in:
+    /// where a `tail_lines` rule's finding ends, whatever evidence it keeps.
+    last: u64,
     order: Order,
     evidence: Vec<Evidence>,
     captures: Vec<(String, String)>,
@@ -210,6 +213,7 @@ impl FindingTable {
         }
         for e in &mut self.entries {
             e.first.line = to(e.first.line);
+            e.last = to(e.last);
             e.order.1 = to(e.order.1);
             for ev in &mut e.evidence {
                 ev.line = to(ev.line);
@@ -261,6 +265,7 @@ impl FindingTable {
         self.with_context.clear();
         for e in &mut self.entries {
             e.first = at.clone();
+            e.last = at.line;
             e.order.1 = at.line;
             e.evidence = evidence.to_vec();
         }
@@ -379,6 +384,9 @@ impl FindingTable {
                 Some(&at) => {
                     let mine = &mut self.entries[at];
                     mine.count += entry.count;
+                    if mine.first.input == entry.first.input {
+                        mine.last = mine.last.max(entry.last);
+                    }
                     if mine.host.is_none() {
                         mine.host = entry.host;
                     }
@@ -448,6 +456,7 @@ impl FindingTable {
                         time: stamp.or(own_time).map(|t| t.display()),
                         own_time: stamp.and(own_time).map(|t| t.display()),
                     },
+                    last: anchor.number,
                     order: (self.input, anchor.number),
                     // Sized for this match's lines: most findings keep one.
                     evidence: Vec::with_capacity(m.lines.len().min(MAX_EVIDENCE)),
@@ -467,6 +476,10 @@ impl FindingTable {
         };
         let entry = &mut self.entries[at];
         entry.count += 1;
+        if entry.first.input == input {
+            let end = m.lines.last().map_or(anchor.number, |l| l.number);
+            entry.last = entry.last.max(end);
+        }
         if entry.evidence.len() >= MAX_EVIDENCE {
             return None;
         }
@@ -527,6 +540,21 @@ impl FindingTable {
         };
         ctx.after.push(inert_capped(text, MAX_EVIDENCE_CHARS));
         ctx.after.len() < wanted
+    }
+
+    /// Keeps the findings for which `keep(rule, input, last)` holds: the
+    /// index of the finding's rule, the input it was first seen in and the
+    /// last line of its matches there.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(usize, &str, u64) -> bool) {
+        self.entries
+            .retain(|e| keep(e.rule, &e.first.input, e.last));
+        self.index = self
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(at, e)| (e.key(), at))
+            .collect();
+        self.with_context.clear();
     }
 
     /// The findings, in the order they were first seen. Past the first

@@ -181,8 +181,8 @@ pub fn analyze_with(paths: &[String], rules: &RuleSet, options: Options<'_>) -> 
     submitted_tensors::scan_submitted_tensors(&mut table, rules);
     torch_dumps::scan_flight_records(&mut table, rules);
     let unread = std::mem::take(&mut table.unread);
+    tail::keep_at_end(&mut table, rules, &inputs);
     let mut findings = table.into_findings(rules);
-    tail::keep_at_end(&mut findings, rules, &inputs);
     cascade::drop_superseded(&mut findings, rules);
     devices::rank_from_world_communicator(&mut findings);
     devices::attribute_ranks(&mut findings);
