@@ -2,7 +2,7 @@ use crate::record::level_word;
 use crate::timestamp::ctime_stamp;
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_while, take_while1, take_while_m_n};
-use nom::character::complete::{char, digit1, one_of};
+use nom::character::complete::{anychar, char, digit1, one_of};
 use nom::combinator::{map_res, opt, peek, recognize, verify};
 use nom::sequence::{delimited, preceded, terminated};
 use nom::{IResult, Parser};
@@ -171,9 +171,7 @@ fn pytest_explanation(s: &str) -> Option<&str> {
     let parsed: IResult<&str, _> = (
         char('E'),
         take_while_m_n(3, 32, |c| c == ' '),
-        peek(verify(nom::character::complete::anychar, |c: &char| {
-            !c.is_whitespace()
-        })),
+        peek(verify(anychar, |c: &char| !c.is_whitespace())),
     )
         .parse(s);
     parsed.ok().map(|(rest, _)| rest)
